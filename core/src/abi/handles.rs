@@ -1,0 +1,178 @@
+//! The MPICH ABI personality: handle values of `include/mpi.h` and their meaning.
+//!
+//! MPICH handles are `int`s: bits 31:30 say builtin (01) or user object (10), bits 29:26 the
+//! object type. Builtin datatypes encode their size in bits 15:8 (`0x4c00SSII`).
+
+use crate::datatype::{Datatype, ElemType, ReduceOp};
+
+pub const COMM_WORLD: i32 = 0x4400_0000;
+pub const COMM_SELF: i32 = 0x4400_0001;
+pub const COMM_NULL: i32 = 0x0400_0000;
+/// User communicators: `USER_COMM_BASE | index` (MPICH's "direct" kind for communicators).
+pub const USER_COMM_BASE: i32 = 0x8400_0000_u32 as i32;
+pub const USER_COMM_MASK: i32 = 0x03ff_ffff;
+
+pub const DATATYPE_NULL: i32 = 0x0c00_0000;
+pub const OP_NULL: i32 = 0x1800_0000;
+
+pub const ERRHANDLER_NULL: i32 = 0x1400_0000;
+pub const ERRORS_ARE_FATAL: i32 = 0x5400_0000;
+pub const ERRORS_RETURN: i32 = 0x5400_0001;
+pub const ERRORS_ABORT: i32 = 0x5400_0003;
+
+pub const IN_PLACE: usize = usize::MAX; // (void *)-1
+pub const UNDEFINED: i32 = -32766;
+
+pub const IDENT: i32 = 0;
+pub const CONGRUENT: i32 = 1;
+pub const SIMILAR: i32 = 2;
+pub const UNEQUAL: i32 = 3;
+
+pub const THREAD_SINGLE: i32 = 0;
+pub const THREAD_MULTIPLE: i32 = 3;
+
+pub const MAX_PROCESSOR_NAME: usize = 128;
+pub const MAX_ERROR_STRING: usize = 512;
+pub const MAX_LIBRARY_VERSION_STRING: usize = 8192;
+
+/// Every predefined datatype of `include/mpi.h`, with its name (for messages).
+const DATATYPES: &[(i32, &str, ElemType, usize, usize)] = {
+    use ElemType::*;
+    &[
+        (0x4c000101, "MPI_CHAR", Char, 1, 1),
+        (0x4c000118, "MPI_SIGNED_CHAR", I8, 1, 1),
+        (0x4c000102, "MPI_UNSIGNED_CHAR", U8, 1, 1),
+        (0x4c00010d, "MPI_BYTE", Byte, 1, 1),
+        (0x4c00040e, "MPI_WCHAR", Opaque, 4, 4),
+        (0x4c000203, "MPI_SHORT", I16, 2, 2),
+        (0x4c000204, "MPI_UNSIGNED_SHORT", U16, 2, 2),
+        (0x4c000405, "MPI_INT", I32, 4, 4),
+        (0x4c000406, "MPI_UNSIGNED", U32, 4, 4),
+        (0x4c000807, "MPI_LONG", I64, 8, 8),
+        (0x4c000808, "MPI_UNSIGNED_LONG", U64, 8, 8),
+        (0x4c00040a, "MPI_FLOAT", F32, 4, 4),
+        (0x4c00080b, "MPI_DOUBLE", F64, 8, 8),
+        (0x4c00100c, "MPI_LONG_DOUBLE", Opaque, 16, 16),
+        (0x4c000809, "MPI_LONG_LONG", I64, 8, 8),
+        (0x4c000819, "MPI_UNSIGNED_LONG_LONG", U64, 8, 8),
+        (0x4c00010f, "MPI_PACKED", Opaque, 1, 1),
+        (0x8c000000_u32 as i32, "MPI_FLOAT_INT", PairF32I32, 8, 8),
+        (0x8c000001_u32 as i32, "MPI_DOUBLE_INT", PairF64I32, 12, 16),
+        (0x8c000002_u32 as i32, "MPI_LONG_INT", PairI64I32, 12, 16),
+        (0x8c000003_u32 as i32, "MPI_SHORT_INT", PairI16I32, 6, 8),
+        (0x4c000816, "MPI_2INT", PairI32I32, 8, 8),
+        (0x8c000004_u32 as i32, "MPI_LONG_DOUBLE_INT", Opaque, 20, 32),
+        (0x4c00081e, "MPI_COMPLEX", Opaque, 8, 8),
+        (0x4c001022, "MPI_DOUBLE_COMPLEX", Opaque, 16, 16),
+        (0x4c00041d, "MPI_LOGICAL", Opaque, 4, 4),
+        (0x4c00041c, "MPI_REAL", F32, 4, 4),
+        (0x4c00081f, "MPI_DOUBLE_PRECISION", F64, 8, 8),
+        (0x4c00041b, "MPI_INTEGER", I32, 4, 4),
+        (0x4c000820, "MPI_2INTEGER", Opaque, 8, 8),
+        (0x4c000821, "MPI_2REAL", Opaque, 8, 8),
+        (0x4c001023, "MPI_2DOUBLE_PRECISION", Opaque, 16, 16),
+        (0x4c00011a, "MPI_CHARACTER", Opaque, 1, 1),
+        (0x4c000427, "MPI_REAL4", F32, 4, 4),
+        (0x4c000829, "MPI_REAL8", F64, 8, 8),
+        (0x4c00102b, "MPI_REAL16", Opaque, 16, 16),
+        (0x4c000828, "MPI_COMPLEX8", Opaque, 8, 8),
+        (0x4c00102a, "MPI_COMPLEX16", Opaque, 16, 16),
+        (0x4c00202c, "MPI_COMPLEX32", Opaque, 32, 32),
+        (0x4c00012d, "MPI_INTEGER1", I8, 1, 1),
+        (0x4c00022f, "MPI_INTEGER2", I16, 2, 2),
+        (0x4c000430, "MPI_INTEGER4", I32, 4, 4),
+        (0x4c000831, "MPI_INTEGER8", I64, 8, 8),
+        (0x4c000137, "MPI_INT8_T", I8, 1, 1),
+        (0x4c000238, "MPI_INT16_T", I16, 2, 2),
+        (0x4c000439, "MPI_INT32_T", I32, 4, 4),
+        (0x4c00083a, "MPI_INT64_T", I64, 8, 8),
+        (0x4c00013b, "MPI_UINT8_T", U8, 1, 1),
+        (0x4c00023c, "MPI_UINT16_T", U16, 2, 2),
+        (0x4c00043d, "MPI_UINT32_T", U32, 4, 4),
+        (0x4c00083e, "MPI_UINT64_T", U64, 8, 8),
+        (0x4c00013f, "MPI_C_BOOL", Bool, 1, 1),
+        (0x4c000840, "MPI_C_FLOAT_COMPLEX", Opaque, 8, 8),
+        (0x4c001041, "MPI_C_DOUBLE_COMPLEX", Opaque, 16, 16),
+        (0x4c002042, "MPI_C_LONG_DOUBLE_COMPLEX", Opaque, 32, 32),
+        (0x4c000246, "MPIX_C_FLOAT16", F16, 2, 2),
+        (0x4c00024c, "MPIX_BFLOAT16", BF16, 2, 2),
+        (0x4c000843, "MPI_AINT", I64, 8, 8),
+        (0x4c000844, "MPI_OFFSET", I64, 8, 8),
+        (0x4c000845, "MPI_COUNT", I64, 8, 8),
+        (0x4c000133, "MPI_CXX_BOOL", Bool, 1, 1),
+        (0x4c000834, "MPI_CXX_FLOAT_COMPLEX", Opaque, 8, 8),
+        (0x4c001035, "MPI_CXX_DOUBLE_COMPLEX", Opaque, 16, 16),
+        (0x4c002036, "MPI_CXX_LONG_DOUBLE_COMPLEX", Opaque, 32, 32),
+    ]
+};
+
+/// A predefined datatype, or `None` for anything else (null, user-defined, garbage).
+pub fn datatype(h: i32) -> Option<(Datatype, &'static str)> {
+    DATATYPES
+        .iter()
+        .find(|d| d.0 == h)
+        .map(|&(_, name, elem, size, extent)| (Datatype::new(elem, size, extent), name))
+}
+
+/// A predefined reduction op. `MPI_REPLACE`/`MPI_NO_OP` (one-sided only) are not collectives' ops.
+pub fn op(h: i32) -> Option<(ReduceOp, &'static str)> {
+    use ReduceOp::*;
+    Some(match h {
+        0x5800_0001 => (Max, "MPI_MAX"),
+        0x5800_0002 => (Min, "MPI_MIN"),
+        0x5800_0003 => (Sum, "MPI_SUM"),
+        0x5800_0004 => (Prod, "MPI_PROD"),
+        0x5800_0005 => (Land, "MPI_LAND"),
+        0x5800_0006 => (Band, "MPI_BAND"),
+        0x5800_0007 => (Lor, "MPI_LOR"),
+        0x5800_0008 => (Bor, "MPI_BOR"),
+        0x5800_0009 => (Lxor, "MPI_LXOR"),
+        0x5800_000a => (Bxor, "MPI_BXOR"),
+        0x5800_000b => (Minloc, "MPI_MINLOC"),
+        0x5800_000c => (Maxloc, "MPI_MAXLOC"),
+        _ => return None,
+    })
+}
+
+pub fn is_errhandler(h: i32) -> bool {
+    matches!(h, ERRORS_ARE_FATAL | ERRORS_RETURN | ERRORS_ABORT)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_sizes_match_handle_encoding() {
+        for &(h, name, _, size, _) in DATATYPES {
+            if (h as u32) & 0xfc00_0000 == 0x4c00_0000 {
+                assert_eq!(((h >> 8) & 0xff) as usize, size, "{name}");
+            }
+        }
+    }
+
+    #[test]
+    fn decode() {
+        let (dt, name) = datatype(0x8c000001_u32 as i32).unwrap();
+        assert_eq!((dt.size, dt.extent, name), (12, 16, "MPI_DOUBLE_INT"));
+        assert!(datatype(DATATYPE_NULL).is_none());
+        assert!(datatype(0x12345).is_none());
+        assert_eq!(op(0x5800_0003).unwrap().0, ReduceOp::Sum);
+        assert!(op(OP_NULL).is_none());
+        assert!(op(0x5800_000d).is_none());
+        let mut handles: Vec<i32> = DATATYPES.iter().map(|d| d.0).collect();
+        handles.sort();
+        handles.dedup();
+        assert_eq!(handles.len(), DATATYPES.len());
+    }
+
+    #[test]
+    fn extents_of_typed_elements_agree() {
+        for &(_, name, elem, size, extent) in DATATYPES {
+            if let Some(e) = elem.extent() {
+                assert_eq!(e, extent, "{name}");
+            }
+            assert!(size <= extent, "{name}");
+        }
+    }
+}

@@ -1,0 +1,162 @@
+//! Bootstrap: who are my peers and how do I reach them.
+//!
+//! Sources: the environment contract of a launcher ([`contract`]) and the rendezvous URI
+//! `tcp://host:port`: rank 0 listens (on an inherited socket when the launcher made one), every
+//! other rank connects, with retries until the bootstrap timeout. The result is a star of TCP
+//! connections through rank 0 that offers `allgather` of small blobs and `barrier` — enough to
+//! exchange endpoint addresses and to order shared-memory setup. Preload mode will get the same
+//! interface from the host MPI; `file://` rendezvous comes with the TCP transport.
+
+pub mod contract;
+mod tcp;
+
+pub use tcp::Bootstrap;
+
+use crate::error::{Class, Error, Result};
+
+/// What a launcher told this process.
+#[derive(Clone, Debug)]
+pub struct Launch {
+    pub rank: usize,
+    pub size: usize,
+    pub uri: String,
+    pub job_id: Option<String>,
+    pub listen_fd: Option<i32>,
+}
+
+fn env_usize(name: &str) -> Result<Option<usize>> {
+    match std::env::var(name) {
+        Ok(v) => v.trim().parse::<usize>().map(Some).map_err(|_| {
+            Error::new(
+                Class::Arg,
+                format!("{name}={v:?} is not a non-negative integer"),
+            )
+        }),
+        Err(_) => Ok(None),
+    }
+}
+
+impl Launch {
+    /// Reads the contract; `None` when the process was started without a launcher
+    /// (a singleton: `MPI_COMM_WORLD` of size 1).
+    pub fn from_env() -> Result<Option<Launch>> {
+        let (rank, size) = match (
+            env_usize(contract::ENV_RANK)?,
+            env_usize(contract::ENV_SIZE)?,
+        ) {
+            (None, None) => return Ok(None),
+            (Some(r), Some(s)) => (r, s),
+            _ => {
+                return Err(Error::new(
+                    Class::Arg,
+                    format!(
+                        "{} and {} must be set together",
+                        contract::ENV_RANK,
+                        contract::ENV_SIZE
+                    ),
+                ))
+            }
+        };
+        if size == 0 || rank >= size {
+            return Err(Error::new(
+                Class::Arg,
+                format!(
+                    "{}={rank} is not below {}={size}",
+                    contract::ENV_RANK,
+                    contract::ENV_SIZE
+                ),
+            ));
+        }
+        let uri = std::env::var(contract::ENV_URI).unwrap_or_default();
+        if size > 1 && uri.is_empty() {
+            return Err(Error::new(
+                Class::Arg,
+                format!(
+                    "{} is not set: ranks need a rendezvous address (tcp://host:port)",
+                    contract::ENV_URI
+                ),
+            ));
+        }
+        let listen_fd = if rank == 0 {
+            env_usize(contract::ENV_BOOTSTRAP_FD)?.map(|f| f as i32)
+        } else {
+            None
+        };
+        Ok(Some(Launch {
+            rank,
+            size,
+            uri,
+            job_id: std::env::var(contract::ENV_JOB_ID)
+                .ok()
+                .filter(|j| !j.is_empty()),
+            listen_fd,
+        }))
+    }
+}
+
+/// `tcp://host:port` → (host, port).
+pub fn parse_tcp_uri(uri: &str) -> Result<(String, u16)> {
+    let bad = || {
+        Error::new(
+            Class::Arg,
+            format!("HCOMM_URI={uri:?} is not a rendezvous address: expected tcp://host:port"),
+        )
+    };
+    if uri.starts_with("file://") {
+        return Err(Error::new(
+            Class::Arg,
+            format!(
+                "HCOMM_URI={uri:?}: file:// rendezvous is not supported yet; use tcp://host:port"
+            ),
+        ));
+    }
+    let rest = uri.strip_prefix("tcp://").ok_or_else(bad)?;
+    let (host, port) = rest.rsplit_once(':').ok_or_else(bad)?;
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    if host.is_empty() {
+        return Err(bad());
+    }
+    let port: u16 = port.parse().map_err(|_| bad())?;
+    Ok((host.to_string(), port))
+}
+
+/// This host's identity: hostname plus boot id, so two containers with one hostname on
+/// different kernels are not mistaken for one host.
+pub fn host_identity() -> String {
+    let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_default();
+    format!("{}/{}", crate::log::hostname(), boot.trim())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uris() {
+        assert_eq!(
+            parse_tcp_uri("tcp://127.0.0.1:4000").unwrap(),
+            ("127.0.0.1".into(), 4000)
+        );
+        assert_eq!(parse_tcp_uri("tcp://[::1]:5").unwrap(), ("::1".into(), 5));
+        for bad in [
+            "",
+            "tcp://",
+            "tcp://host",
+            "tcp://:1",
+            "udp://h:1",
+            "tcp://h:99999",
+        ] {
+            let e = parse_tcp_uri(bad).unwrap_err();
+            assert_eq!(e.class, Class::Arg, "{bad}");
+            assert!(
+                e.msg.contains("expected tcp://host:port"),
+                "{bad}: {}",
+                e.msg
+            );
+        }
+        assert!(parse_tcp_uri("file:///tmp/x")
+            .unwrap_err()
+            .msg
+            .contains("file://"));
+    }
+}

@@ -1,0 +1,280 @@
+//! The TCP star behind [`Bootstrap`]: rank 0 accepts one connection per other rank.
+//!
+//! Wire format: every message is a little-endian u32 length and that many bytes. A connecting
+//! rank first sends `MAGIC, job-id length+bytes (may be empty), rank`. All reads and connects
+//! are bounded by the bootstrap timeout, and a timeout names the missing ranks and the address.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream, ToSocketAddrs};
+use std::os::fd::FromRawFd;
+use std::time::{Duration, Instant};
+
+use super::{parse_tcp_uri, Launch};
+use crate::error::{Error, Result};
+
+const MAGIC: u32 = 0x6863_6d62; // "hcmb"
+
+pub struct Bootstrap {
+    rank: usize,
+    size: usize,
+    /// Rank 0: connections indexed by rank (index 0 unused). Others: `[rank 0]`.
+    conns: Vec<Option<TcpStream>>,
+    uri: String,
+}
+
+fn send_msg(s: &mut TcpStream, data: &[u8]) -> std::io::Result<()> {
+    let mut buf = Vec::with_capacity(4 + data.len());
+    buf.extend_from_slice(&(data.len() as u32).to_le_bytes());
+    buf.extend_from_slice(data);
+    // std's TcpStream::write uses send(MSG_NOSIGNAL) on Linux: a dead peer is an error, not SIGPIPE.
+    s.write_all(&buf)
+}
+
+fn recv_msg(s: &mut TcpStream) -> std::io::Result<Vec<u8>> {
+    let mut len = [0u8; 4];
+    s.read_exact(&mut len)?;
+    let len = u32::from_le_bytes(len) as usize;
+    if len > (64 << 20) {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "bootstrap message too large",
+        ));
+    }
+    let mut v = vec![0u8; len];
+    s.read_exact(&mut v)?;
+    Ok(v)
+}
+
+impl Bootstrap {
+    pub fn connect(l: &Launch, timeout: Duration) -> Result<Bootstrap> {
+        let deadline = Instant::now() + timeout;
+        let job = l.job_id.clone().unwrap_or_default();
+        let mut conns: Vec<Option<TcpStream>> = (0..l.size).map(|_| None).collect();
+        if l.size == 1 {
+            return Ok(Bootstrap {
+                rank: 0,
+                size: 1,
+                conns,
+                uri: l.uri.clone(),
+            });
+        }
+        if l.rank == 0 {
+            let listener = match l.listen_fd {
+                // SAFETY: the launcher passed us this descriptor of a listening socket for our
+                // exclusive use (contract: HCOMM_BOOTSTRAP_FD); we take ownership of it.
+                Some(fd) => unsafe { TcpListener::from_raw_fd(fd) },
+                None => {
+                    let (host, port) = parse_tcp_uri(&l.uri)?;
+                    TcpListener::bind((host.as_str(), port)).map_err(|e| {
+                        Error::other(format!(
+                            "rank 0 cannot listen on {} ({e}); choose another port in HCOMM_URI",
+                            l.uri
+                        ))
+                    })?
+                }
+            };
+            listener.set_nonblocking(true)?;
+            let mut missing = l.size - 1;
+            while missing > 0 {
+                match listener.accept() {
+                    Ok((mut s, _)) => {
+                        s.set_nonblocking(false)?;
+                        s.set_nodelay(true)?;
+                        s.set_read_timeout(Some(Duration::from_secs(10)))?;
+                        let hello = recv_msg(&mut s)
+                            .map_err(|e| Error::other(format!("bootstrap hello: {e}")))?;
+                        let (magic, peer_job, rank) = parse_hello(&hello).ok_or_else(|| {
+                            Error::other("bootstrap: malformed hello from a connecting process")
+                        })?;
+                        if magic != MAGIC
+                            || peer_job != job
+                            || rank == 0
+                            || rank >= l.size
+                            || conns[rank].is_some()
+                        {
+                            crate::warn!(
+                                "bootstrap: ignoring a connection on {} (rank {rank}, job {peer_job:?}; expected job {job:?})",
+                                l.uri
+                            );
+                            continue;
+                        }
+                        s.set_read_timeout(None)?;
+                        conns[rank] = Some(s);
+                        missing -= 1;
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                        if Instant::now() > deadline {
+                            let absent: Vec<String> = (1..l.size)
+                                .filter(|&r| conns[r].is_none())
+                                .map(|r| r.to_string())
+                                .collect();
+                            return Err(Error::other(format!(
+                                "bootstrap timed out after {}s at {}: ranks {} never arrived (HCOMM_BOOTSTRAP_TIMEOUT)",
+                                timeout.as_secs(),
+                                l.uri,
+                                absent.join(",")
+                            )));
+                        }
+                        std::thread::sleep(Duration::from_millis(2));
+                    }
+                    Err(e) => {
+                        return Err(Error::other(format!("bootstrap accept on {}: {e}", l.uri)))
+                    }
+                }
+            }
+        } else {
+            let (host, port) = parse_tcp_uri(&l.uri)?;
+            let mut s = loop {
+                let addrs: Vec<_> = (host.as_str(), port)
+                    .to_socket_addrs()
+                    .map_err(|e| Error::other(format!("cannot resolve {}: {e}", l.uri)))?
+                    .collect();
+                let attempt = addrs
+                    .iter()
+                    .find_map(|a| TcpStream::connect_timeout(a, Duration::from_secs(1)).ok());
+                if let Some(s) = attempt {
+                    break s;
+                }
+                if Instant::now() > deadline {
+                    return Err(Error::other(format!(
+                        "bootstrap timed out after {}s: rank {} could not reach rank 0 at {} (HCOMM_BOOTSTRAP_TIMEOUT)",
+                        timeout.as_secs(),
+                        l.rank,
+                        l.uri
+                    )));
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            };
+            s.set_nodelay(true)?;
+            let mut hello = Vec::new();
+            hello.extend_from_slice(&MAGIC.to_le_bytes());
+            hello.extend_from_slice(&(job.len() as u32).to_le_bytes());
+            hello.extend_from_slice(job.as_bytes());
+            hello.extend_from_slice(&(l.rank as u32).to_le_bytes());
+            send_msg(&mut s, &hello)?;
+            conns[0] = Some(s);
+        }
+        Ok(Bootstrap {
+            rank: l.rank,
+            size: l.size,
+            conns,
+            uri: l.uri.clone(),
+        })
+    }
+
+    fn io_err(&self, peer: usize, e: std::io::Error) -> Error {
+        Error::other(format!(
+            "bootstrap connection to rank {peer} failed ({e}); rendezvous {}",
+            self.uri
+        ))
+    }
+
+    /// Every rank contributes `blob`; every rank gets all blobs in rank order.
+    pub fn allgather(&mut self, blob: &[u8]) -> Result<Vec<Vec<u8>>> {
+        if self.size == 1 {
+            return Ok(vec![blob.to_vec()]);
+        }
+        if self.rank == 0 {
+            let mut all = vec![blob.to_vec()];
+            for r in 1..self.size {
+                let s = self.conns[r]
+                    .as_mut()
+                    .expect("rank 0 holds every connection");
+                let m = recv_msg(s).map_err(|e| self.io_err(r, e))?;
+                all.push(m);
+            }
+            let mut packed = Vec::new();
+            for b in &all {
+                packed.extend_from_slice(&(b.len() as u32).to_le_bytes());
+                packed.extend_from_slice(b);
+            }
+            for r in 1..self.size {
+                let s = self.conns[r]
+                    .as_mut()
+                    .expect("rank 0 holds every connection");
+                send_msg(s, &packed).map_err(|e| self.io_err(r, e))?;
+            }
+            Ok(all)
+        } else {
+            let s = self.conns[0].as_mut().expect("connected to rank 0");
+            send_msg(s, blob)
+                .map_err(|e| Error::other(format!("bootstrap send to rank 0: {e}")))?;
+            let packed = recv_msg(s).map_err(|e| self.io_err(0, e))?;
+            unpack(&packed, self.size)
+                .ok_or_else(|| Error::other("bootstrap: malformed table from rank 0"))
+        }
+    }
+
+    pub fn barrier(&mut self) -> Result<()> {
+        self.allgather(&[]).map(|_| ())
+    }
+}
+
+fn parse_hello(m: &[u8]) -> Option<(u32, String, usize)> {
+    let magic = u32::from_le_bytes(m.get(0..4)?.try_into().ok()?);
+    let jl = u32::from_le_bytes(m.get(4..8)?.try_into().ok()?) as usize;
+    let job = String::from_utf8(m.get(8..8 + jl)?.to_vec()).ok()?;
+    let rank = u32::from_le_bytes(m.get(8 + jl..12 + jl)?.try_into().ok()?) as usize;
+    Some((magic, job, rank))
+}
+
+fn unpack(mut p: &[u8], n: usize) -> Option<Vec<Vec<u8>>> {
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        let len = u32::from_le_bytes(p.get(0..4)?.try_into().ok()?) as usize;
+        out.push(p.get(4..4 + len)?.to_vec());
+        p = &p[4 + len..];
+    }
+    p.is_empty().then_some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn star_allgather_over_real_sockets() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        drop(l);
+        let uri = format!("tcp://127.0.0.1:{port}");
+        let n = 3;
+        let handles: Vec<_> = (0..n)
+            .map(|r| {
+                let uri = uri.clone();
+                std::thread::spawn(move || {
+                    let launch = Launch {
+                        rank: r,
+                        size: n,
+                        uri,
+                        job_id: Some("t".into()),
+                        listen_fd: None,
+                    };
+                    let mut b = Bootstrap::connect(&launch, Duration::from_secs(10)).unwrap();
+                    let all = b.allgather(format!("r{r}").as_bytes()).unwrap();
+                    b.barrier().unwrap();
+                    all
+                })
+            })
+            .collect();
+        for h in handles {
+            let all = h.join().unwrap();
+            assert_eq!(all, vec![b"r0".to_vec(), b"r1".to_vec(), b"r2".to_vec()]);
+        }
+    }
+
+    #[test]
+    fn missing_rank_is_named() {
+        let launch = Launch {
+            rank: 0,
+            size: 3,
+            uri: "tcp://127.0.0.1:0".into(),
+            job_id: None,
+            listen_fd: None,
+        };
+        let e = Bootstrap::connect(&launch, Duration::from_millis(200))
+            .err()
+            .unwrap();
+        assert!(e.msg.contains("ranks 1,2 never arrived"), "{}", e.msg);
+    }
+}

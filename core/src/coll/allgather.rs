@@ -1,0 +1,109 @@
+//! `MPI_Allgather`.
+//!
+//! Large messages: ring — in step s each rank forwards to its right neighbour the block it
+//! received in step s−1 (its own block first), pipelined in chunks; n−1 steps.
+//! Small messages: one-shot — every rank sends its block straight to every other rank.
+
+use super::allreduce::{copy_if_needed, fragment};
+use super::ring::Ring;
+use super::select::{choose, Algo};
+use super::{chunk_elems, even_blocks, tag};
+use crate::comm::Comm;
+use crate::datatype::Datatype;
+use crate::engine::{Fold, Schedule};
+use crate::error::Result;
+use crate::frame::{Kind, Signature};
+
+/// `send == recv + rank × count × extent` means in place (the own block is already there).
+pub fn allgather(
+    comm: &Comm,
+    send: *const u8,
+    recv: *mut u8,
+    count: usize,
+    dt: &Datatype,
+    sig: Signature,
+) -> Result<()> {
+    allgather_as(comm, send, recv, count, dt, sig, Kind::Allgather)
+}
+
+/// Allgather of `mine.len()` bytes per rank, used inside hcomm (communicator creation).
+pub fn allgather_internal(comm: &Comm, mine: &[u8], all: &mut [u8]) -> Result<()> {
+    assert_eq!(all.len(), mine.len() * comm.size());
+    let dt = Datatype::new(crate::datatype::ElemType::Byte, 1, 1);
+    let sig = Signature {
+        kind: Kind::Internal,
+        count: mine.len() as u64,
+        dtype: 0,
+        op: 0,
+        root: -1,
+    };
+    allgather_as(
+        comm,
+        mine.as_ptr(),
+        all.as_mut_ptr(),
+        mine.len(),
+        &dt,
+        sig,
+        Kind::Internal,
+    )
+}
+
+fn allgather_as(
+    comm: &Comm,
+    send: *const u8,
+    recv: *mut u8,
+    count: usize,
+    dt: &Datatype,
+    sig: Signature,
+    kind: Kind,
+) -> Result<()> {
+    let (n, r) = (comm.size(), comm.rank);
+    let blk = count * dt.extent;
+    let seq = comm.next_seq();
+    let own = recv.wrapping_add(r * blk);
+    if n == 1 {
+        comm.note_algo(kind, Algo::Local, blk);
+        copy_if_needed(send, own, blk);
+        return Ok(());
+    }
+    let algo = choose(
+        "allgather",
+        blk * n,
+        &[Algo::Ring, Algo::OneShot],
+        Algo::OneShot,
+        Algo::Ring,
+    );
+    comm.note_algo(kind, algo, blk * n);
+    let mut s = Schedule::new(comm.ctx(sig, seq, dt.extent));
+    copy_if_needed(send, own, blk);
+    match algo {
+        Algo::Ring => {
+            // Blocks of `count` elements each, back to back.
+            let blocks: Vec<(usize, usize)> = even_blocks(count * n, n);
+            let ring = Ring {
+                blocks: &blocks,
+                extent: dt.extent,
+                chunk_elems: chunk_elems(dt.extent, count, fragment(comm)?),
+                rank: r,
+                n,
+            };
+            ring.allgather(&mut s, recv, r, None, &[], 0);
+        }
+        _ => {
+            for p in (0..n).filter(|&p| p != r) {
+                s.send(p, tag(0, 0), own, blk, &[]);
+            }
+            for p in (0..n).filter(|&p| p != r) {
+                s.recv(
+                    p,
+                    tag(0, 0),
+                    recv.wrapping_add(p * blk),
+                    blk,
+                    Fold::Copy,
+                    &[],
+                );
+            }
+        }
+    }
+    s.run()
+}

@@ -1,0 +1,130 @@
+//! `MPI_Allreduce`.
+//!
+//! Large messages: ring reduce-scatter then ring allgather (see `ring.rs`), both pipelined in
+//! chunks; rank r finishes block r+1 and passes it on. Each rank sends and receives 2(n−1)/n of
+//! the buffer — bandwidth-optimal.
+//! Small messages: one-shot — every rank sends its whole input to every other rank, and every
+//! rank folds the n inputs in rank order 0, 1, …, n−1. One step of latency; identical order,
+//! hence identical bits, everywhere.
+
+use super::ring::Ring;
+use super::select::{choose, Algo};
+use super::{chunk_elems, even_blocks, scratch, tag, Reduction};
+use crate::comm::Comm;
+use crate::datatype::Datatype;
+use crate::engine::{Fold, Schedule};
+use crate::error::Result;
+use crate::frame::{Kind, Signature};
+
+/// `send == recv` means in place.
+pub fn allreduce(
+    comm: &Comm,
+    send: *const u8,
+    recv: *mut u8,
+    count: usize,
+    dt: &Datatype,
+    red: Reduction,
+    sig: Signature,
+) -> Result<()> {
+    let (n, r) = (comm.size(), comm.rank);
+    let nbytes = count * dt.extent;
+    let seq = comm.next_seq();
+    if n == 1 {
+        comm.note_algo(Kind::Allreduce, Algo::Local, nbytes);
+        copy_if_needed(send, recv, nbytes);
+        return Ok(());
+    }
+    let algo = choose(
+        "allreduce",
+        nbytes,
+        &[Algo::Ring, Algo::OneShot],
+        Algo::OneShot,
+        Algo::Ring,
+    );
+    comm.note_algo(Kind::Allreduce, algo, nbytes);
+    let mut s = Schedule::new(comm.ctx(sig, seq, dt.extent));
+    let in_place = send == recv as *const u8;
+    let _keep;
+    match algo {
+        Algo::Ring => {
+            let blocks = even_blocks(count, n);
+            let ring = Ring {
+                blocks: &blocks,
+                extent: dt.extent,
+                chunk_elems: chunk_elems(dt.extent, blocks[0].1, fragment(comm)?),
+                rank: r,
+                n,
+            };
+            let fin = ring.reduce_scatter(&mut s, red, send, recv, 0, 0);
+            ring.allgather(&mut s, recv, (r + 1) % n, None, &fin, n);
+        }
+        _ => {
+            // In place, the output is the input: keep a copy to send and fold from.
+            let mine = if in_place {
+                let mut v = scratch(nbytes);
+                copy_if_needed(send, v.as_mut_ptr(), nbytes);
+                let p = v.as_ptr();
+                _keep = v;
+                p
+            } else {
+                send
+            };
+            oneshot_fold(&mut s, comm, mine, recv, count, dt, red, None);
+        }
+    }
+    s.run()
+}
+
+/// Sends `mine` to every rank that folds (all, or only `root`), and — on a folding rank — folds
+/// all n inputs into `out` in rank order. `out` must not alias `mine`.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn oneshot_fold(
+    s: &mut Schedule<'_>,
+    comm: &Comm,
+    mine: *const u8,
+    out: *mut u8,
+    count: usize,
+    dt: &Datatype,
+    red: Reduction,
+    root: Option<usize>,
+) {
+    let (n, r) = (comm.size(), comm.rank);
+    let nbytes = count * dt.extent;
+    for p in (0..n).filter(|&p| p != r && root.is_none_or(|root| root == p)) {
+        s.send(p, tag(0, 0), mine, nbytes, &[]);
+    }
+    if root.is_some_and(|root| root != r) {
+        return;
+    }
+    let mut prev = None;
+    for j in 0..n {
+        let t = match (j == r, j == 0) {
+            (true, true) => s.copy(out, mine, nbytes, &[]),
+            (true, false) => s.reduce(red.ty, red.op, out, out, mine, count, &[prev]),
+            (false, true) => s.recv(j, tag(0, 0), out, nbytes, Fold::Copy, &[]),
+            (false, false) => {
+                let fold = Fold::After {
+                    ty: red.ty,
+                    op: red.op,
+                    with: out,
+                };
+                s.recv(j, tag(0, 0), out, nbytes, fold, &[prev])
+            }
+        };
+        prev = Some(t);
+    }
+}
+
+/// The largest fragment the transport to the right neighbour moves (the same on every rank).
+pub(super) fn fragment(comm: &Comm) -> Result<usize> {
+    let right = comm.world[(comm.rank + 1) % comm.size()];
+    comm.ep.max_payload(right)
+}
+
+pub(super) fn copy_if_needed(src: *const u8, dst: *mut u8, len: usize) {
+    if len > 0 && src != dst as *const u8 {
+        // SAFETY: the ABI layer validated both ranges for `len` bytes; MPI forbids aliasing
+        // between distinct send and receive buffers.
+        unsafe { std::ptr::copy_nonoverlapping(src, dst, len) };
+    }
+}

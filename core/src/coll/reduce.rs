@@ -1,0 +1,133 @@
+//! `MPI_Reduce`.
+//!
+//! Large messages: ring reduce-scatter (each rank finishes one block), then every rank sends its
+//! finished block to the root, chunk by chunk as chunks finish.
+//! Small messages: binomial tree — in round k a rank whose relative rank has bit k set sends its
+//! partial result to the rank 2^k below it, which folds it in after its own; log2(n) steps.
+//! Forced `oneshot`: every rank sends to the root, which folds in rank order.
+//! Non-root ranks need scratch space for partial results (their `recvbuf` is not significant).
+
+use super::allreduce::{copy_if_needed, fragment, oneshot_fold};
+use super::ring::Ring;
+use super::select::{choose, Algo};
+use super::{chunk_elems, chunks, even_blocks, scratch, tag, Reduction};
+use crate::comm::Comm;
+use crate::datatype::Datatype;
+use crate::engine::{Fold, Schedule};
+use crate::error::Result;
+use crate::frame::{Kind, Signature};
+
+/// `send == recv` at the root means in place; `recv` is ignored elsewhere.
+#[allow(clippy::too_many_arguments)]
+pub fn reduce(
+    comm: &Comm,
+    send: *const u8,
+    recv: *mut u8,
+    count: usize,
+    dt: &Datatype,
+    red: Reduction,
+    root: usize,
+    sig: Signature,
+) -> Result<()> {
+    let (n, r) = (comm.size(), comm.rank);
+    let nbytes = count * dt.extent;
+    let seq = comm.next_seq();
+    if n == 1 {
+        comm.note_algo(Kind::Reduce, Algo::Local, nbytes);
+        copy_if_needed(send, recv, nbytes);
+        return Ok(());
+    }
+    let algo = choose(
+        "reduce",
+        nbytes,
+        &[Algo::Ring, Algo::OneShot, Algo::Tree],
+        Algo::Tree,
+        Algo::Ring,
+    );
+    comm.note_algo(Kind::Reduce, algo, nbytes);
+    let mut s = Schedule::new(comm.ctx(sig, seq, dt.extent));
+    let is_root = r == root;
+    let mut keep = Vec::new();
+    match algo {
+        Algo::Ring => {
+            let work = if is_root {
+                recv
+            } else {
+                keep = scratch(nbytes);
+                keep.as_mut_ptr()
+            };
+            let blocks = even_blocks(count, n);
+            let ring = Ring {
+                blocks: &blocks,
+                extent: dt.extent,
+                chunk_elems: chunk_elems(dt.extent, blocks[0].1, fragment(comm)?),
+                rank: r,
+                n,
+            };
+            let fin = ring.reduce_scatter(&mut s, red, send, work, 0, 0);
+            let ce = ring.chunk_elems;
+            if is_root {
+                // Block b is finished by rank b-1.
+                for q in (0..n).filter(|&q| q != r) {
+                    let b = (q + 1) % n;
+                    for (c, (off, cnt)) in chunks(blocks[b].1, ce).enumerate() {
+                        let dst = work.wrapping_add((blocks[b].0 + off) * dt.extent);
+                        s.recv(q, tag(n, c), dst, cnt * dt.extent, Fold::Copy, &[]);
+                    }
+                }
+            } else {
+                let b = (r + 1) % n;
+                for (c, (off, cnt)) in chunks(blocks[b].1, ce).enumerate() {
+                    let src = work.wrapping_add((blocks[b].0 + off) * dt.extent);
+                    s.send(root, tag(n, c), src, cnt * dt.extent, &[Some(fin[c])]);
+                }
+            }
+        }
+        Algo::OneShot => {
+            let mine = if is_root && send == recv as *const u8 {
+                keep = scratch(nbytes);
+                copy_if_needed(send, keep.as_mut_ptr(), nbytes);
+                keep.as_ptr()
+            } else {
+                send
+            };
+            oneshot_fold(&mut s, comm, mine, recv, count, dt, red, Some(root));
+        }
+        _ => {
+            // Binomial tree on ranks relative to the root.
+            let vr = (r + n - root) % n;
+            let real = |v: usize| (v + root) % n;
+            let has_children = vr & 1 == 0 && vr + 1 < n;
+            let acc: *mut u8 = if is_root {
+                copy_if_needed(send, recv, nbytes);
+                recv
+            } else if has_children {
+                keep = scratch(nbytes);
+                copy_if_needed(send, keep.as_mut_ptr(), nbytes);
+                keep.as_mut_ptr()
+            } else {
+                send as *mut u8
+            };
+            let mut prev = None;
+            let mut mask = 1;
+            while mask < n {
+                if vr & mask != 0 {
+                    s.send(real(vr - mask), tag(0, 0), acc, nbytes, &[prev]);
+                    break;
+                }
+                if vr + mask < n {
+                    let fold = Fold::After {
+                        ty: red.ty,
+                        op: red.op,
+                        with: acc,
+                    };
+                    prev = Some(s.recv(real(vr + mask), tag(0, 0), acc, nbytes, fold, &[prev]));
+                }
+                mask <<= 1;
+            }
+        }
+    }
+    let res = s.run();
+    drop(keep);
+    res
+}

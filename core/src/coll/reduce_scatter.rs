@@ -1,0 +1,102 @@
+//! `MPI_Reduce_scatter` and `MPI_Reduce_scatter_block`.
+//!
+//! Large messages: ring reduce-scatter with blocks of the given (possibly uneven, possibly zero)
+//! counts, shifted so that rank r finishes its own block r; partial sums live in a scratch
+//! buffer, and the finished block is copied to the output at the end (in place, the output
+//! overlaps the input blocks still being read).
+//! Small messages: one-shot — every rank sends block j of its input to rank j, which folds the n
+//! pieces in rank order.
+
+use super::allreduce::{copy_if_needed, fragment};
+use super::ring::Ring;
+use super::select::{choose, Algo};
+use super::{blocks_from_counts, chunk_elems, scratch, tag, Reduction};
+use crate::comm::Comm;
+use crate::datatype::Datatype;
+use crate::engine::{Fold, Schedule};
+use crate::error::Result;
+use crate::frame::Signature;
+
+/// `send == recv` means in place (the input is in `recv`, which holds the sum of `counts`).
+pub fn reduce_scatter(
+    comm: &Comm,
+    send: *const u8,
+    recv: *mut u8,
+    counts: &[usize],
+    dt: &Datatype,
+    red: Reduction,
+    sig: Signature,
+) -> Result<()> {
+    let (n, r) = (comm.size(), comm.rank);
+    let blocks = blocks_from_counts(counts);
+    let total: usize = counts.iter().sum();
+    let ext = dt.extent;
+    let seq = comm.next_seq();
+    let (my_off, my_cnt) = blocks[r];
+    if n == 1 {
+        comm.note_algo(sig.kind, Algo::Local, total * ext);
+        copy_if_needed(send, recv, my_cnt * ext);
+        return Ok(());
+    }
+    let algo = choose(
+        "reduce_scatter",
+        total * ext,
+        &[Algo::Ring, Algo::OneShot],
+        Algo::OneShot,
+        Algo::Ring,
+    );
+    comm.note_algo(sig.kind, algo, total * ext);
+    let mut s = Schedule::new(comm.ctx(sig, seq, ext));
+    let mut work;
+    match algo {
+        Algo::Ring => {
+            work = scratch(total * ext);
+            let maxblk = counts.iter().copied().max().unwrap_or(0);
+            let ring = Ring {
+                blocks: &blocks,
+                extent: ext,
+                chunk_elems: chunk_elems(ext, maxblk, fragment(comm)?),
+                rank: r,
+                n,
+            };
+            ring.reduce_scatter(&mut s, red, send, work.as_mut_ptr(), n - 1, 0);
+            s.run()?;
+            // SAFETY: work holds `total` elements; block r lies inside it.
+            copy_if_needed(
+                unsafe { work.as_ptr().add(my_off * ext) },
+                recv,
+                my_cnt * ext,
+            );
+            Ok(())
+        }
+        _ => {
+            work = scratch(my_cnt * ext);
+            for p in (0..n).filter(|&p| p != r) {
+                let (off, cnt) = blocks[p];
+                s.send(p, tag(0, 0), send.wrapping_add(off * ext), cnt * ext, &[]);
+            }
+            let mine = send.wrapping_add(my_off * ext);
+            let out = work.as_mut_ptr();
+            let mut prev = None;
+            for j in 0..n {
+                let t = match (j == r, j == 0) {
+                    (true, true) => s.copy(out, mine, my_cnt * ext, &[]),
+                    (true, false) => s.reduce(red.ty, red.op, out, out, mine, my_cnt, &[prev]),
+                    (false, true) => s.recv(j, tag(0, 0), out, my_cnt * ext, Fold::Copy, &[]),
+                    (false, false) => {
+                        let fold = Fold::After {
+                            ty: red.ty,
+                            op: red.op,
+                            with: out,
+                        };
+                        s.recv(j, tag(0, 0), out, my_cnt * ext, fold, &[prev])
+                    }
+                };
+                prev = Some(t);
+            }
+            s.run()?;
+            copy_if_needed(work.as_ptr(), recv, my_cnt * ext);
+            Ok(())
+        }
+    }
+}

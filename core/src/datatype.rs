@@ -1,0 +1,98 @@
+//! Element types and reduction operations as the algorithms see them.
+//!
+//! The ABI layer (`abi::handles`) maps an MPI datatype handle to a [`Datatype`]; everything
+//! below the ABI works only with these values, so a second ABI (Open MPI, MPI-5) only adds a
+//! mapping, never a new code path.
+
+/// How the elements of a datatype are interpreted by reductions.
+///
+/// Pair types (`MPI_2INT`, `MPI_FLOAT_INT`, ...) are laid out as the C struct
+/// `{ value; int index; }` with the C ABI's padding: their size (bytes of data) can be
+/// smaller than their extent (stride in a buffer).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ElemType {
+    I8,
+    U8,
+    I16,
+    U16,
+    I32,
+    U32,
+    I64,
+    U64,
+    /// IEEE binary16 (`MPIX_C_FLOAT16`): reduced in f32, rounded to nearest-even.
+    F16,
+    /// bfloat16 (`MPIX_BFLOAT16`): reduced in f32, rounded to nearest-even.
+    BF16,
+    F32,
+    F64,
+    /// C `_Bool` (one byte, 0 or 1): logical ops only.
+    Bool,
+    /// `MPI_BYTE`: bitwise ops only.
+    Byte,
+    /// `MPI_CHAR`: MPI allows no reduction on it, but MPICH and Open MPI accept
+    /// SUM/PROD/MIN/MAX (signed 8-bit arithmetic), and programs rely on it.
+    Char,
+    /// `MPI_2INT` = `{int; int}`, size 8, extent 8.
+    PairI32I32,
+    /// `MPI_FLOAT_INT` = `{float; int}`, size 8, extent 8.
+    PairF32I32,
+    /// `MPI_DOUBLE_INT` = `{double; int}`, size 12, extent 16.
+    PairF64I32,
+    /// `MPI_LONG_INT` = `{long; int}`, size 12, extent 16.
+    PairI64I32,
+    /// `MPI_SHORT_INT` = `{short; int}`, size 6, extent 8.
+    PairI16I32,
+    /// A type that can be moved (bcast, allgather) but never reduced:
+    /// `MPI_LONG_DOUBLE`, complex types, `MPI_PACKED`, `MPI_WCHAR`, ...
+    Opaque,
+}
+
+impl ElemType {
+    /// Stride of one element in a buffer, in bytes. `None` for [`ElemType::Opaque`],
+    /// whose extent comes from the datatype handle.
+    pub const fn extent(self) -> Option<usize> {
+        use ElemType::*;
+        Some(match self {
+            I8 | U8 | Bool | Byte | Char => 1,
+            I16 | U16 | F16 | BF16 => 2,
+            I32 | U32 | F32 => 4,
+            I64 | U64 | F64 => 8,
+            PairI32I32 | PairF32I32 | PairI16I32 => 8,
+            PairF64I32 | PairI64I32 => 16,
+            Opaque => return None,
+        })
+    }
+}
+
+/// A predefined reduction operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ReduceOp {
+    Max,
+    Min,
+    Sum,
+    Prod,
+    Land,
+    Band,
+    Lor,
+    Bor,
+    Lxor,
+    Bxor,
+    Minloc,
+    Maxloc,
+}
+
+/// A datatype as the core sees it: how to interpret elements, and their size and extent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Datatype {
+    pub elem: ElemType,
+    /// Bytes of data in one element (`MPI_Type_size`).
+    pub size: usize,
+    /// Stride between elements in a buffer (`MPI_Type_get_extent`).
+    pub extent: usize,
+}
+
+impl Datatype {
+    pub const fn new(elem: ElemType, size: usize, extent: usize) -> Self {
+        Datatype { elem, size, extent }
+    }
+}

@@ -1,0 +1,455 @@
+//! The engine: runs one collective's schedule of sends, receives and local steps to completion.
+//!
+//! An algorithm (in [`crate::coll`]) does not move bytes itself. It builds a [`Schedule`]: a list
+//! of tasks, each with up to two dependencies on earlier tasks ("send chunk c of step s once
+//! chunk c of step s-1 has been received and reduced"). The engine makes every runnable task
+//! advance as far as the transports allow without blocking — sends and receives to all peers at
+//! once, so a ring never deadlocks on full channels — and sleeps on the rank's doorbell when
+//! nothing can move (spin briefly first; see [`crate::wait`]).
+//!
+//! Ordering rule: sends to one peer run in schedule order, one at a time (their fragments must
+//! not interleave), and so do receives from one peer; algorithms post both sides of a pair in
+//! the same order, so frames arrive in the order they are wanted and are consumed straight out
+//! of the transport (zero extra copies). Anything else still works through the unexpected queue.
+//!
+//! The caller's thread does all of this (progress model "caller"): a blocking collective has
+//! nothing else to do. Buffers are raw pointers validated by the ABI layer; the schedule lives
+//! only for the duration of the call, while the caller's buffers are borrowed.
+
+use std::time::{Duration, Instant};
+
+use crate::datatype::{ElemType, ReduceOp};
+use crate::endpoint::{Endpoint, MatchKey};
+use crate::error::{Error, Result};
+use crate::frame::{FrameHeader, Signature};
+
+const NONE: u32 = u32::MAX;
+
+/// What a receive does with incoming bytes.
+#[derive(Clone, Copy, Debug)]
+pub enum Fold {
+    /// `dst = incoming`.
+    Copy,
+    /// `dst = incoming op with` (incoming is the earlier operand). `with` may equal `dst`.
+    Before {
+        ty: ElemType,
+        op: ReduceOp,
+        with: *const u8,
+    },
+    /// `dst = with op incoming` (incoming is the later operand). `with` may equal `dst`.
+    After {
+        ty: ElemType,
+        op: ReduceOp,
+        with: *const u8,
+    },
+}
+
+#[derive(Debug)]
+enum Task {
+    Send {
+        peer: usize,
+        tag: u32,
+        buf: *const u8,
+        len: usize,
+        done: usize,
+        started: bool,
+    },
+    Recv {
+        peer: usize,
+        tag: u32,
+        dst: *mut u8,
+        len: usize,
+        done: usize,
+        started: bool,
+        fold: Fold,
+    },
+    /// `dst = src` (non-overlapping, or identical).
+    Copy {
+        dst: *mut u8,
+        src: *const u8,
+        len: usize,
+    },
+    /// `dst = a op b` over `count` elements (`dst` may equal `a` or `b`).
+    Reduce {
+        ty: ElemType,
+        op: ReduceOp,
+        dst: *mut u8,
+        a: *const u8,
+        b: *const u8,
+        count: usize,
+    },
+}
+
+struct Entry {
+    task: Task,
+    deps: [u32; 2],
+    done: bool,
+}
+
+/// Comm-level context a schedule runs in.
+pub struct Ctx<'a> {
+    pub ep: &'a Endpoint,
+    /// Comm rank → world rank.
+    pub world: &'a [usize],
+    pub comm_id: u64,
+    pub seq: u64,
+    pub sig: Signature,
+    /// Element extent: fragments carry whole elements.
+    pub extent: usize,
+}
+
+pub struct Schedule<'a> {
+    ctx: Ctx<'a>,
+    tasks: Vec<Entry>,
+    first: usize,
+    /// Per comm peer: a send / receive to it has been visited in this pass.
+    send_busy: Vec<u32>,
+    recv_busy: Vec<u32>,
+    pass: u32,
+}
+
+/// Handle to a task, for dependencies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TaskId(u32);
+
+impl<'a> Schedule<'a> {
+    pub fn new(ctx: Ctx<'a>) -> Schedule<'a> {
+        let n = ctx.world.len();
+        Schedule {
+            ctx,
+            tasks: Vec::new(),
+            first: 0,
+            send_busy: vec![0; n],
+            recv_busy: vec![0; n],
+            pass: 0,
+        }
+    }
+
+    fn push(&mut self, task: Task, deps: &[Option<TaskId>]) -> TaskId {
+        let mut d = [NONE; 2];
+        let mut k = 0;
+        for id in deps.iter().flatten() {
+            assert!(k < 2, "at most two dependencies");
+            d[k] = id.0;
+            k += 1;
+        }
+        self.tasks.push(Entry {
+            task,
+            deps: d,
+            done: false,
+        });
+        TaskId(self.tasks.len() as u32 - 1)
+    }
+
+    /// Sends `len` bytes at `buf` to comm rank `peer`.
+    pub fn send(
+        &mut self,
+        peer: usize,
+        tag: u32,
+        buf: *const u8,
+        len: usize,
+        deps: &[Option<TaskId>],
+    ) -> TaskId {
+        self.push(
+            Task::Send {
+                peer,
+                tag,
+                buf,
+                len,
+                done: 0,
+                started: false,
+            },
+            deps,
+        )
+    }
+
+    /// Receives `len` bytes from comm rank `peer` into `dst`, folding as `fold` says.
+    pub fn recv(
+        &mut self,
+        peer: usize,
+        tag: u32,
+        dst: *mut u8,
+        len: usize,
+        fold: Fold,
+        deps: &[Option<TaskId>],
+    ) -> TaskId {
+        self.push(
+            Task::Recv {
+                peer,
+                tag,
+                dst,
+                len,
+                done: 0,
+                started: false,
+                fold,
+            },
+            deps,
+        )
+    }
+
+    /// Local copy, ordered by dependencies like the rest.
+    pub fn copy(
+        &mut self,
+        dst: *mut u8,
+        src: *const u8,
+        len: usize,
+        deps: &[Option<TaskId>],
+    ) -> TaskId {
+        self.push(Task::Copy { dst, src, len }, deps)
+    }
+
+    /// Local reduction `dst = a op b`, ordered by dependencies like the rest.
+    #[allow(clippy::too_many_arguments)]
+    pub fn reduce(
+        &mut self,
+        ty: ElemType,
+        op: ReduceOp,
+        dst: *mut u8,
+        a: *const u8,
+        b: *const u8,
+        count: usize,
+        deps: &[Option<TaskId>],
+    ) -> TaskId {
+        self.push(
+            Task::Reduce {
+                ty,
+                op,
+                dst,
+                a,
+                b,
+                count,
+            },
+            deps,
+        )
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tasks.is_empty()
+    }
+
+    /// Runs every task to completion.
+    pub fn run(mut self) -> Result<()> {
+        let bell = self.ctx.ep.bell();
+        let spin = self.ctx.ep.spin;
+        let mut idle_since: Option<Instant> = None;
+        loop {
+            let progressed = self.pass()?;
+            if self.first == self.tasks.len() {
+                return Ok(());
+            }
+            if progressed {
+                idle_since = None;
+                continue;
+            }
+            let since = *idle_since.get_or_insert_with(Instant::now);
+            if since.elapsed() < spin {
+                std::hint::spin_loop();
+                continue;
+            }
+            let seen = bell.begin_sleep();
+            let res = self.pass();
+            match res {
+                Ok(false) if self.first < self.tasks.len() => {
+                    bell.sleep(seen, Duration::from_millis(100));
+                    bell.end_sleep();
+                }
+                Ok(_) => {
+                    bell.end_sleep();
+                    idle_since = None;
+                }
+                Err(e) => {
+                    bell.end_sleep();
+                    return Err(e);
+                }
+            }
+        }
+    }
+
+    /// One pass over the runnable tasks; `true` if anything moved.
+    fn pass(&mut self) -> Result<bool> {
+        self.pass = self.pass.wrapping_add(1);
+        if self.pass == 0 {
+            self.send_busy.fill(0);
+            self.recv_busy.fill(0);
+            self.pass = 1;
+        }
+        let mut progressed = false;
+        let mut i = self.first;
+        while i < self.tasks.len() {
+            if self.tasks[i].done {
+                if i == self.first {
+                    self.first += 1;
+                }
+                i += 1;
+                continue;
+            }
+            let ready = self.tasks[i]
+                .deps
+                .iter()
+                .all(|&d| d == NONE || self.tasks[d as usize].done);
+            if ready && self.advance(i)? {
+                progressed = true;
+            }
+            if self.tasks[i].done && i == self.first {
+                self.first += 1;
+            }
+            i += 1;
+        }
+        Ok(progressed)
+    }
+
+    fn advance(&mut self, i: usize) -> Result<bool> {
+        let pass = self.pass;
+        let ctx = &self.ctx;
+        let entry = &mut self.tasks[i];
+        match &mut entry.task {
+            Task::Copy { dst, src, len } => {
+                if *len > 0 && *dst as *const u8 != *src {
+                    // SAFETY: the algorithm built this copy from validated, non-overlapping
+                    // ranges of the caller's buffers or its own scratch, alive for the call.
+                    unsafe { std::ptr::copy_nonoverlapping(*src, *dst, *len) };
+                }
+                entry.done = true;
+                Ok(true)
+            }
+            Task::Reduce {
+                ty,
+                op,
+                dst,
+                a,
+                b,
+                count,
+            } => {
+                if *count > 0 {
+                    // SAFETY: the algorithm built this step from validated ranges of `count`
+                    // elements each; `dst` equals `a` or `b` or is disjoint from both.
+                    unsafe { crate::reduce::reduce(*ty, *op, *dst, *a, *b, *count) };
+                }
+                entry.done = true;
+                Ok(true)
+            }
+            Task::Send {
+                peer,
+                tag,
+                buf,
+                len,
+                done,
+                started,
+            } => {
+                if self.send_busy[*peer] == pass {
+                    return Ok(false);
+                }
+                self.send_busy[*peer] = pass;
+                let world_peer = ctx.world[*peer];
+                let max = frag_limit(ctx.ep.max_payload(world_peer)?, ctx.extent);
+                let mut hdr =
+                    FrameHeader::new(&ctx.sig, ctx.comm_id, ctx.seq, *tag, ctx.ep.rank as u32);
+                let mut moved = false;
+                while *done < *len || !*started {
+                    let n = (*len - *done).min(max);
+                    hdr.offset = *done as u64;
+                    let payload: &[u8] = if n == 0 {
+                        &[]
+                    } else {
+                        // SAFETY: buf..buf+len is a live range of the caller's buffer or scratch.
+                        unsafe { std::slice::from_raw_parts(buf.add(*done), n) }
+                    };
+                    if !ctx.ep.try_send(world_peer, &hdr, payload)? {
+                        break;
+                    }
+                    *started = true;
+                    *done += n;
+                    moved = true;
+                }
+                if *done == *len && *started {
+                    entry.done = true;
+                    // The next send to this peer may start in this same pass.
+                    self.send_busy[*peer] = 0;
+                }
+                Ok(moved)
+            }
+            Task::Recv {
+                peer,
+                tag,
+                dst,
+                len,
+                done,
+                started,
+                fold,
+            } => {
+                if self.recv_busy[*peer] == pass {
+                    return Ok(false);
+                }
+                self.recv_busy[*peer] = pass;
+                let world_peer = ctx.world[*peer];
+                let key = MatchKey {
+                    comm_id: ctx.comm_id,
+                    seq: ctx.seq,
+                    tag: *tag,
+                };
+                let extent = ctx.extent;
+                let (dst, len, fold) = (*dst, *len, *fold);
+                let mut consume = |hdr: &FrameHeader, payload: &[u8]| -> Result<bool> {
+                    let n = payload.len();
+                    if hdr.offset as usize != *done || *done + n > len || n % extent != 0 {
+                        return Err(Error::other(format!(
+                            "unexpected fragment from rank {world_peer}: {n} bytes at offset {} of a {len}-byte message (have {}): were the counts equal on every rank?",
+                            hdr.offset, *done
+                        )));
+                    }
+                    // SAFETY: dst+done..dst+done+n lies inside the receive range (checked
+                    // above); `with` ranges are parallel to dst ranges of the same length.
+                    unsafe { apply(fold, dst.add(*done), payload, *done, extent) };
+                    *done += n;
+                    *started = true;
+                    Ok(*done < len)
+                };
+                let moved = ctx.ep.poll_recv(world_peer, key, &ctx.sig, &mut consume)?;
+                if *done == len && *started {
+                    entry.done = true;
+                    self.recv_busy[*peer] = 0;
+                }
+                Ok(moved)
+            }
+        }
+    }
+}
+
+/// Largest fragment carrying whole elements.
+fn frag_limit(max_payload: usize, extent: usize) -> usize {
+    (max_payload / extent).max(1) * extent
+}
+
+/// Applies one fragment.
+///
+/// # Safety
+/// `dst` is valid for `payload.len()` bytes of writing; for the reducing folds, `with + offset`
+/// is valid for as many bytes of reading and is either `dst`'s range or disjoint from it.
+unsafe fn apply(fold: Fold, dst: *mut u8, payload: &[u8], offset: usize, extent: usize) {
+    let n = payload.len();
+    if n == 0 {
+        return;
+    }
+    match fold {
+        Fold::Copy => std::ptr::copy_nonoverlapping(payload.as_ptr(), dst, n),
+        Fold::Before { ty, op, with } => {
+            crate::reduce::reduce(ty, op, dst, payload.as_ptr(), with.add(offset), n / extent)
+        }
+        Fold::After { ty, op, with } => {
+            crate::reduce::reduce(ty, op, dst, with.add(offset), payload.as_ptr(), n / extent)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fragments_hold_whole_elements() {
+        assert_eq!(frag_limit(131072, 16), 131072);
+        assert_eq!(frag_limit(100, 16), 96);
+        assert_eq!(frag_limit(8, 16), 16);
+        assert_eq!(frag_limit(4096, 1), 4096);
+    }
+}

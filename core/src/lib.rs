@@ -1,0 +1,22 @@
+//! hcomm-core: everything below the C entry points.
+//!
+//! This crate defines no `#[no_mangle]` symbols on purpose: a cdylib exports every C symbol of
+//! every crate it links, so each library (`libhcomm.so`, later the preload interposer) defines
+//! exactly the entry points it exports and calls into [`abi`] for the work. See
+//! `docs/ARCHITECTURE.md` for the layering.
+
+pub mod abi;
+pub mod bootstrap;
+pub mod coll;
+pub mod comm;
+pub mod datatype;
+pub mod endpoint;
+pub mod engine;
+pub mod error;
+pub mod frame;
+pub mod log;
+pub mod param;
+pub mod reduce;
+pub mod runtime;
+pub mod transport;
+pub mod wait;

@@ -1,0 +1,153 @@
+//! Every `HCOMM_*` tunable, declared once, typed, with its default and its help text.
+//!
+//! Values are read from the environment on first use and cached. [`ALL`] lists them for
+//! `hcomm info` and the README; a value that is set is logged at INFO when first read.
+//! The variables of the launcher contract (`HCOMM_RANK`, ...) live in
+//! [`crate::bootstrap::contract`]; they are set by a launcher, not by users.
+
+use std::sync::OnceLock;
+
+/// One documented variable.
+pub struct Param {
+    pub name: &'static str,
+    pub default: &'static str,
+    pub help: &'static str,
+}
+
+/// Every tunable, in the order the README lists them.
+pub const ALL: &[Param] = &[
+    Param {
+        name: "HCOMM_DEBUG",
+        default: "WARN",
+        help: "Log level: WARN, INFO (transport per peer, algorithm per collective) or TRACE.",
+    },
+    Param {
+        name: "HCOMM_ALGO",
+        default: "auto",
+        help: "Force algorithms: `ring`, `oneshot`, `tree`, `pipeline` (applies to every collective that has it) or `coll:algo,...` (colls: allreduce, reduce, bcast, allgather, reduce_scatter).",
+    },
+    Param {
+        name: "HCOMM_CHUNK_SIZE",
+        default: "auto",
+        help: "Pipeline chunk in bytes (K/M suffixes allowed); auto sizes it from the message and rank count.",
+    },
+    Param {
+        name: "HCOMM_SMALL_BYTES",
+        default: "16K",
+        help: "Messages up to this many bytes take the latency path (one-shot / tree) when no algorithm is forced.",
+    },
+    Param {
+        name: "HCOMM_SHM_SLOTS",
+        default: "8",
+        help: "Slots per shared-memory channel (one channel per ordered pair of local ranks).",
+    },
+    Param {
+        name: "HCOMM_SHM_SLOT_BYTES",
+        default: "128K",
+        help: "Payload bytes per shared-memory slot: the largest fragment the shm transport moves at once.",
+    },
+    Param {
+        name: "HCOMM_SPIN",
+        default: "auto",
+        help: "Microseconds a waiting rank polls before it sleeps on a futex; auto: 20, and 0 when ranks outnumber cores.",
+    },
+    Param {
+        name: "HCOMM_BOOTSTRAP_TIMEOUT",
+        default: "60",
+        help: "Seconds ranks wait for each other at the rendezvous before failing with the list of missing ranks.",
+    },
+];
+
+fn raw(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+/// Parses a byte size: `4096`, `64K`, `1M`, `2G` (binary multiples).
+pub fn parse_bytes(s: &str) -> Option<usize> {
+    let s = s.trim();
+    let (num, mult) = match s.char_indices().last()? {
+        (i, 'k' | 'K') => (&s[..i], 1usize << 10),
+        (i, 'm' | 'M') => (&s[..i], 1 << 20),
+        (i, 'g' | 'G') => (&s[..i], 1 << 30),
+        _ => (s, 1),
+    };
+    num.trim().parse::<usize>().ok()?.checked_mul(mult)
+}
+
+fn logged(name: &str, value: Option<String>) -> Option<String> {
+    if let Some(v) = &value {
+        crate::info!("{name}={v}");
+    }
+    value
+}
+
+macro_rules! string_param {
+    ($fn:ident, $name:literal) => {
+        #[doc = concat!("`", $name, "` (see [`ALL`]).")]
+        pub fn $fn() -> Option<String> {
+            static V: OnceLock<Option<String>> = OnceLock::new();
+            V.get_or_init(|| raw($name)).clone()
+        }
+    };
+}
+
+macro_rules! bytes_param {
+    ($fn:ident, $name:literal, $default:expr) => {
+        #[doc = concat!("`", $name, "` (see [`ALL`]). `None` means auto where the default is auto.")]
+        pub fn $fn() -> Option<usize> {
+            static V: OnceLock<Option<usize>> = OnceLock::new();
+            *V.get_or_init(|| match logged($name, raw($name)) {
+                Some(s) => match parse_bytes(&s) {
+                    Some(v) => Some(v),
+                    None => {
+                        crate::warn!("ignoring {}={:?}: not a byte size", $name, s);
+                        $default
+                    }
+                },
+                None => $default,
+            })
+        }
+    };
+}
+
+string_param!(debug, "HCOMM_DEBUG");
+bytes_param!(chunk_size, "HCOMM_CHUNK_SIZE", None);
+bytes_param!(small_bytes, "HCOMM_SMALL_BYTES", Some(16 << 10));
+bytes_param!(shm_slots, "HCOMM_SHM_SLOTS", Some(8));
+bytes_param!(shm_slot_bytes, "HCOMM_SHM_SLOT_BYTES", Some(128 << 10));
+bytes_param!(spin, "HCOMM_SPIN", None);
+bytes_param!(bootstrap_timeout_secs, "HCOMM_BOOTSTRAP_TIMEOUT", Some(60));
+
+/// `HCOMM_ALGO`, logged when set.
+pub fn algo() -> Option<String> {
+    static V: OnceLock<Option<String>> = OnceLock::new();
+    V.get_or_init(|| logged("HCOMM_ALGO", raw("HCOMM_ALGO")))
+        .clone()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn byte_sizes() {
+        assert_eq!(parse_bytes("4096"), Some(4096));
+        assert_eq!(parse_bytes("64K"), Some(65536));
+        assert_eq!(parse_bytes("1m"), Some(1 << 20));
+        assert_eq!(parse_bytes(" 2G "), Some(2 << 30));
+        assert_eq!(parse_bytes("x"), None);
+        assert_eq!(parse_bytes(""), None);
+        assert_eq!(parse_bytes("K"), None);
+    }
+
+    #[test]
+    fn every_param_is_documented_once() {
+        let mut names: Vec<_> = ALL.iter().map(|p| p.name).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), ALL.len());
+        assert!(ALL
+            .iter()
+            .all(|p| p.name.starts_with("HCOMM_") && !p.help.is_empty()));
+    }
+}

@@ -1,0 +1,36 @@
+//! hcomm — collective communication over the MPI C ABI.
+//!
+//! The `hcomm` command-line tool. Today it has one subcommand, `hcomm run`, the
+//! launcher that starts the ranks of a job on this host (see [`cli::run`]). The
+//! structure is ready for more (`bench`, `info`, `doctor`): each subcommand is a
+//! variant of [`Command`] whose arguments and entry point live in a module under
+//! `src/cli/`, and whose entry point returns the process exit code.
+
+mod cli;
+
+use clap::{Parser, Subcommand};
+
+/// hcomm — collective communication over the MPI C ABI
+#[derive(Debug, Parser)]
+#[command(name = "hcomm", version, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Start N ranks of a program on this host (like mpirun)
+    Run(cli::run::RunArgs),
+}
+
+fn main() {
+    let argv = cli::normalize_args(std::env::args_os().collect());
+    // On bad usage clap prints the error (or the help / version text) and exits
+    // with status 2 (0 for --help / --version).
+    let cli = Cli::parse_from(argv);
+    let code = match cli.command {
+        Command::Run(args) => cli::run::run(args),
+    };
+    std::process::exit(code);
+}
