@@ -3,7 +3,7 @@
 //! This crate is only the list of exported C symbols: each MPI function exists as `MPI_X` and
 //! `PMPI_X` (the profiling interface), both calling `hcomm_core::abi::api`, where the panic
 //! boundary, argument checks and error handlers live. The checked-in list of exports is
-//! `abi/libhcomm.symbols`; `tests/exports.rs` compares it with `nm -D --defined-only`.
+//! `src/libhcomm.symbols`; `tests/exports.rs` compares it with `nm -D --defined-only`.
 
 #![allow(clippy::missing_safety_doc)]
 

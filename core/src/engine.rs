@@ -127,11 +127,9 @@ impl<'a> Schedule<'a> {
 
     fn push(&mut self, task: Task, deps: &[Option<TaskId>]) -> TaskId {
         let mut d = [NONE; 2];
-        let mut k = 0;
-        for id in deps.iter().flatten() {
+        for (k, id) in deps.iter().flatten().enumerate() {
             assert!(k < 2, "at most two dependencies");
             d[k] = id.0;
-            k += 1;
         }
         self.tasks.push(Entry {
             task,
@@ -304,7 +302,7 @@ impl<'a> Schedule<'a> {
         let entry = &mut self.tasks[i];
         match &mut entry.task {
             Task::Copy { dst, src, len } => {
-                if *len > 0 && *dst as *const u8 != *src {
+                if *len > 0 && !std::ptr::eq(*dst, *src) {
                     // SAFETY: the algorithm built this copy from validated, non-overlapping
                     // ranges of the caller's buffers or its own scratch, alive for the call.
                     unsafe { std::ptr::copy_nonoverlapping(*src, *dst, *len) };

@@ -7,7 +7,7 @@
 //!   `unsafe fn` pointer. Operations that do not depend on signedness (wrapping SUM/PROD,
 //!   logical and bitwise ops) share one kernel per integer width.
 //! * **One generic element loop.** Every kernel is `apply::<O>` for an operation type
-//!   `O: Op` that combines two elements stored as byte arrays (`[u8; N]`, alignment 1), so
+//!   `O: Op` that combines two elements stored as byte arrays (alignment 1), so
 //!   any pointer is a valid element pointer and unaligned buffers need no separate path.
 //!   The loop runs over slices, which LLVM auto-vectorizes; the exact in-place cases
 //!   (`dst == a`, `dst == b`) use a single `&mut` slice, so no runtime alias checks are
@@ -41,17 +41,23 @@
 //!   compare equal (including `-0.0 == +0.0`), the result is `a`'s value with the lower of
 //!   the two indices; otherwise (`a` better, or a NaN makes them unordered) it is `a`.
 //!   Padding bytes of the result (`PairF64I32`, `PairI64I32`, `PairI16I32`) are copied from
-//!   `a`.
+//!   `a` (as `MaybeUninit` bytes: padding may be uninitialized).
 
 use crate::datatype::{ElemType, ReduceOp};
 use std::marker::PhantomData;
+use std::mem::MaybeUninit;
 
 // ---------------------------------------------------------------------------------------
 // Public API
 // ---------------------------------------------------------------------------------------
 
-/// Whether MPI allows `op` on `ty` (see the module docs). Everything else is `MPI_ERR_OP`
-/// for the caller.
+/// Whether MPI allows `op` on `ty`. Everything else is `MPI_ERR_OP` for the caller.
+///
+/// * SUM, PROD, MAX, MIN: integers, F16, BF16, F32, F64, and `Char` (as MPICH/Open MPI do).
+/// * LAND, LOR, LXOR: integers and `Bool`.
+/// * BAND, BOR, BXOR: integers and `Byte`.
+/// * MINLOC, MAXLOC: the pair types only.
+/// * `Opaque`: nothing.
 pub fn is_supported(ty: ElemType, op: ReduceOp) -> bool {
     use ElemType as T;
     use ReduceOp as R;
@@ -166,12 +172,11 @@ pub fn bf16_to_f32(h: u16) -> f32 {
 #[inline(always)]
 pub fn f32_to_bf16(f: f32) -> u16 {
     let x = f.to_bits();
-    if f.is_nan() {
-        ((x >> 16) | 0x0040) as u16
-    } else {
-        // No u32 overflow: x <= 0xff80_0000 here.
-        ((x + 0x7fff + ((x >> 16) & 1)) >> 16) as u16
-    }
+    // Both arms are computed unconditionally so that the choice is a select (vectorizes).
+    // The wrapping add overflows only for NaNs, whose rounded value is discarded.
+    let rounded = x.wrapping_add(0x7fff + ((x >> 16) & 1)) >> 16;
+    let quiet_nan = (x >> 16) | 0x0040;
+    (if f.is_nan() { quiet_nan } else { rounded }) as u16
 }
 
 // ---------------------------------------------------------------------------------------
@@ -368,29 +373,36 @@ unsafe fn apply<O: Op>(dst: *mut u8, a: *const u8, b: *const u8, n: usize) {
     // or `b` or overlaps neither; the equal cases are served by the one `&mut` slice, so
     // no `&mut` slice ever aliases another live slice.
     unsafe {
-        if d.cast_const() == a {
-            let d = from_raw_parts_mut(d, n);
-            if a == b {
-                for x in d {
-                    *x = O::op(*x, *x);
-                }
-            } else {
-                for (x, y) in d.iter_mut().zip(from_raw_parts(b, n)) {
-                    *x = O::op(*x, *y);
-                }
+        if d.cast_const() == a && a == b {
+            for x in from_raw_parts_mut(d, n) {
+                *x = O::op(*x, *x);
             }
+        } else if d.cast_const() == a {
+            zip_inout(from_raw_parts_mut(d, n), from_raw_parts(b, n), O::op);
         } else if d.cast_const() == b {
-            let d = from_raw_parts_mut(d, n);
-            for (x, y) in d.iter_mut().zip(from_raw_parts(a, n)) {
-                *x = O::op(*y, *x);
-            }
+            zip_inout(from_raw_parts_mut(d, n), from_raw_parts(a, n), |x, y| {
+                O::op(y, x)
+            });
         } else {
-            let d = from_raw_parts_mut(d, n);
             let (a, b) = (from_raw_parts(a, n), from_raw_parts(b, n));
-            for ((x, y), z) in d.iter_mut().zip(a).zip(b) {
-                *x = O::op(*y, *z);
-            }
+            zip_out(from_raw_parts_mut(d, n), a, b, O::op);
         }
+    }
+}
+
+/// `d[i] = f(d[i], s[i])`.
+#[inline(always)]
+fn zip_inout<R: Copy>(d: &mut [R], s: &[R], f: impl Fn(R, R) -> R) {
+    for (x, y) in d.iter_mut().zip(s) {
+        *x = f(*x, *y);
+    }
+}
+
+/// `d[i] = f(a[i], b[i])`.
+#[inline(always)]
+fn zip_out<R: Copy>(d: &mut [R], a: &[R], b: &[R], f: impl Fn(R, R) -> R) {
+    for ((x, y), z) in d.iter_mut().zip(a).zip(b) {
+        *x = f(*y, *z);
     }
 }
 
@@ -400,7 +412,8 @@ unsafe fn apply<O: Op>(dst: *mut u8, a: *const u8, b: *const u8, n: usize) {
 
 /// An element-wise operation on elements stored as byte arrays.
 trait Op {
-    /// `[u8; extent]`: alignment 1, so any pointer into a buffer is a valid element pointer.
+    /// A byte array of the element's extent (`[u8; N]`, or `[MaybeUninit<u8>; N]` where
+    /// there is padding): alignment 1, so any pointer into a buffer is an element pointer.
     type Raw: Copy;
     fn op(a: Self::Raw, b: Self::Raw) -> Self::Raw;
 }
@@ -529,13 +542,17 @@ macro_rules! ieee_pick {
 macro_rules! float_arith {
     ($($t:ty: $quiet:expr;)*) => {$(
         impl Arith for $t {
+            // The arithmetic is done unconditionally so that the NaN rule is a select,
+            // which keeps the loops vectorizable.
             #[inline(always)]
             fn add(a: Self, b: Self) -> Self {
-                if a.is_nan() { <$t>::from_bits(a.to_bits() | $quiet) } else { a + b }
+                let r = a + b;
+                if a.is_nan() { <$t>::from_bits(a.to_bits() | $quiet) } else { r }
             }
             #[inline(always)]
             fn mul(a: Self, b: Self) -> Self {
-                if a.is_nan() { <$t>::from_bits(a.to_bits() | $quiet) } else { a * b }
+                let r = a * b;
+                if a.is_nan() { <$t>::from_bits(a.to_bits() | $quiet) } else { r }
             }
             #[inline(always)]
             fn max(a: Self, b: Self) -> Self {
@@ -593,7 +610,7 @@ half_arith! {
 /// Layout of a `{ value; int index; }` pair type.
 trait Pair {
     type V: Copy + PartialOrd;
-    /// `[u8; extent]`.
+    /// `[MaybeUninit<u8>; extent]`.
     type Raw: Copy;
     fn get(r: &Self::Raw) -> (Self::V, i32);
     fn set(r: &mut Self::Raw, v: Self::V, i: i32);
@@ -604,20 +621,27 @@ macro_rules! pairs {
         struct $P;
         impl Pair for $P {
             type V = $v;
-            type Raw = [u8; $ext];
+            // `MaybeUninit` bytes: the padding may be uninitialized; it is only copied.
+            type Raw = [MaybeUninit<u8>; $ext];
             #[inline(always)]
-            fn get(r: &[u8; $ext]) -> ($v, i32) {
-                const N: usize = std::mem::size_of::<$v>();
-                let mut v = [0; N];
-                v.copy_from_slice(&r[..N]);
-                let mut i = [0; 4];
-                i.copy_from_slice(&r[$at..$at + 4]);
-                (<$v>::from_ne_bytes(v), i32::from_ne_bytes(i))
+            fn get(r: &Self::Raw) -> ($v, i32) {
+                let p = r.as_ptr().cast::<u8>();
+                const _: () = assert!(std::mem::size_of::<$v>() <= $at && $at + 4 <= $ext);
+                // SAFETY: both reads are in bounds (checked above) and unaligned; the
+                // value and index bytes are the element's data, initialized like any
+                // other element the caller passes (only padding may be uninitialized).
+                unsafe {
+                    (p.cast::<$v>().read_unaligned(), p.add($at).cast::<i32>().read_unaligned())
+                }
             }
             #[inline(always)]
-            fn set(r: &mut [u8; $ext], v: $v, i: i32) {
-                r[..std::mem::size_of::<$v>()].copy_from_slice(&v.to_ne_bytes());
-                r[$at..$at + 4].copy_from_slice(&i.to_ne_bytes());
+            fn set(r: &mut Self::Raw, v: $v, i: i32) {
+                let p = r.as_mut_ptr().cast::<u8>();
+                // SAFETY: both writes are in bounds (see `get`) and unaligned.
+                unsafe {
+                    p.cast::<$v>().write_unaligned(v);
+                    p.add($at).cast::<i32>().write_unaligned(i);
+                }
             }
         }
     )*};

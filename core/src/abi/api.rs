@@ -4,6 +4,8 @@
 //! # Safety
 //! Every function here is `unsafe`: the caller (C code) promises that non-NULL pointers point
 //! to memory as MPI specifies for that argument. NULL pointers and invalid handles are errors.
+//! That one contract is stated here, once, rather than on each of the functions.
+#![allow(clippy::missing_safety_doc)]
 
 use std::ffi::{c_char, c_int, c_void};
 use std::sync::atomic::Ordering;

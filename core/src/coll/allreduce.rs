@@ -43,7 +43,7 @@ pub fn allreduce(
     );
     comm.note_algo(Kind::Allreduce, algo, nbytes);
     let mut s = Schedule::new(comm.ctx(sig, seq, dt.extent));
-    let in_place = send == recv as *const u8;
+    let in_place = std::ptr::eq(send, recv);
     let _keep;
     match algo {
         Algo::Ring => {
@@ -122,7 +122,7 @@ pub(super) fn fragment(comm: &Comm) -> Result<usize> {
 }
 
 pub(super) fn copy_if_needed(src: *const u8, dst: *mut u8, len: usize) {
-    if len > 0 && src != dst as *const u8 {
+    if len > 0 && !std::ptr::eq(src, dst) {
         // SAFETY: the ABI layer validated both ranges for `len` bytes; MPI forbids aliasing
         // between distinct send and receive buffers.
         unsafe { std::ptr::copy_nonoverlapping(src, dst, len) };

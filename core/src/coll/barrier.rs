@@ -1,6 +1,8 @@
 //! `MPI_Barrier`: dissemination. In round k every rank signals rank r+2^k and waits for rank
 //! r−2^k (empty messages); after ceil(log2 n) rounds every rank has heard, transitively, from
-//! every other, so none leaves before all have entered.
+//! every other, so none leaves before all have entered. The transitivity needs round k's
+//! signal to follow *every* earlier receive, so receives are chained too (the engine would
+//! otherwise complete a later round's receive before an earlier one's).
 
 use super::select::Algo;
 use super::tag;
@@ -34,7 +36,7 @@ pub fn barrier(comm: &Comm) -> Result<()> {
             std::ptr::null_mut(),
             0,
             Fold::Copy,
-            &[],
+            &[prev],
         ));
         dist <<= 1;
         round += 1;

@@ -84,7 +84,7 @@ pub fn reduce(
             }
         }
         Algo::OneShot => {
-            let mine = if is_root && send == recv as *const u8 {
+            let mine = if is_root && std::ptr::eq(send, recv) {
                 keep = scratch(nbytes);
                 copy_if_needed(send, keep.as_mut_ptr(), nbytes);
                 keep.as_ptr()
