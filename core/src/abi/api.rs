@@ -26,7 +26,7 @@ const VERSION: (c_int, c_int) = (4, 0);
 
 fn library_version() -> String {
     format!(
-        "hcomm {} (MPICH ABI; shared-memory ring collectives; https://example.invalid/hcomm)",
+        "hcomm {} (MPICH ABI; shared-memory ring collectives)",
         env!("CARGO_PKG_VERSION")
     )
 }

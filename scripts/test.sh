@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# The README's "test" command (and what CI runs through .ci/run): installs what the tests need
+# when it is missing, then runs every test.
+#   - Debian packages: MPICH and Open MPI (the reference implementations), a C/C++ compiler,
+#     binutils (nm, readelf).
+#   - Rust components: rustfmt and clippy.
+# Then: format and lint checks, unit and integration tests (cargo), the header check against
+# MPICH's mpi.h, and the C compatibility and multi-rank suites under hcomm, MPICH and Open MPI.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need=()
+command -v mpicc.mpich >/dev/null 2>&1 || need+=(mpich libmpich-dev)
+command -v mpicc.openmpi >/dev/null 2>&1 || need+=(openmpi-bin libopenmpi-dev)
+command -v g++ >/dev/null 2>&1 || need+=(g++)
+command -v nm >/dev/null 2>&1 || need+=(binutils)
+if [ ${#need[@]} -gt 0 ]; then
+    sudo=""
+    [ "$(id -u)" -ne 0 ] && sudo="sudo"
+    echo "== installing: ${need[*]}"
+    $sudo apt-get update -q
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${need[@]}"
+fi
+rustup component list --installed 2>/dev/null | grep -q '^rustfmt' || rustup component add rustfmt
+rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy
+
+step() { echo; echo "== $*"; }
+
+step "format and lints"
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets --release -- -D warnings
+
+step "build"
+cargo build --release
+
+step "cargo tests (unit, exports, launcher)"
+cargo test --workspace --release
+
+step "include/mpi.h against MPICH's mpi.h"
+compat-tests/check-header.sh
+
+step "C compatibility and multi-rank suites (hcomm, MPICH, Open MPI)"
+REQUIRE_ALL=1 compat-tests/run.sh
+
+step "quick start example"
+NP=4 scripts/quickstart.sh
+
+left=$(ls /dev/shm 2>/dev/null | grep '^hcomm-' || true)
+if [ -n "$left" ]; then
+    echo "FAIL: shared-memory segments left behind: $left"
+    exit 1
+fi
+echo
+echo "== all tests passed"
