@@ -343,6 +343,11 @@ typedef struct MPI_Status {
 #define PMPI_Errhandler_c2f(errhandler) (MPI_Fint)(errhandler)
 #define PMPI_Errhandler_f2c(errhandler) (MPI_Errhandler)(errhandler)
 
+/* @@CONST-P2P@@ (constants and typedefs of the P2P area go above this line) */
+/* @@CONST-TYPES@@ (constants and typedefs of the TYPES area go above this line) */
+/* @@CONST-GROUPS@@ (constants and typedefs of the GROUPS area go above this line) */
+/* @@CONST-COLL2@@ (constants and typedefs of the COLL2 area go above this line) */
+
 /* ---------------------------------------------------------------------- */
 /* Functions (one prototype per line; MPI_X is a weak alias of PMPI_X)     */
 /* ---------------------------------------------------------------------- */
@@ -395,6 +400,11 @@ int MPI_Allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendt
 int MPI_Reduce_scatter_c(const void *sendbuf, void *recvbuf, const MPI_Count recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm);
 int MPI_Reduce_scatter_block_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm);
 
+/* @@MPI-P2P@@ */
+/* @@MPI-TYPES@@ */
+/* @@MPI-GROUPS@@ */
+/* @@MPI-COLL2@@ */
+
 /* Profiling interface: the same functions under PMPI_ names */
 int PMPI_Init(int *argc, char ***argv);
 int PMPI_Init_thread(int *argc, char ***argv, int required, int *provided);
@@ -434,6 +444,10 @@ int PMPI_Allreduce_c(const void *sendbuf, void *recvbuf, MPI_Count count, MPI_Da
 int PMPI_Allgather_c(const void *sendbuf, MPI_Count sendcount, MPI_Datatype sendtype, void *recvbuf, MPI_Count recvcount, MPI_Datatype recvtype, MPI_Comm comm);
 int PMPI_Reduce_scatter_c(const void *sendbuf, void *recvbuf, const MPI_Count recvcounts[], MPI_Datatype datatype, MPI_Op op, MPI_Comm comm);
 int PMPI_Reduce_scatter_block_c(const void *sendbuf, void *recvbuf, MPI_Count recvcount, MPI_Datatype datatype, MPI_Op op, MPI_Comm comm);
+/* @@PMPI-P2P@@ */
+/* @@PMPI-TYPES@@ */
+/* @@PMPI-GROUPS@@ */
+/* @@PMPI-COLL2@@ */
 
 #if defined(__cplusplus)
 }

@@ -7,6 +7,11 @@
 
 #![allow(clippy::missing_safety_doc)]
 
+mod coll2;
+mod groups;
+mod p2p;
+mod types;
+
 use std::ffi::{c_char, c_int, c_void};
 
 use hcomm_core::abi::api::{self, Count, RecvCounts};

@@ -18,7 +18,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::datatype::{ElemType, ReduceOp};
+use crate::coll::Reduction;
 use crate::endpoint::{Endpoint, MatchKey};
 use crate::error::{Error, Result};
 use crate::frame::{FrameHeader, Signature};
@@ -31,17 +31,9 @@ pub enum Fold {
     /// `dst = incoming`.
     Copy,
     /// `dst = incoming op with` (incoming is the earlier operand). `with` may equal `dst`.
-    Before {
-        ty: ElemType,
-        op: ReduceOp,
-        with: *const u8,
-    },
+    Before { red: Reduction, with: *const u8 },
     /// `dst = with op incoming` (incoming is the later operand). `with` may equal `dst`.
-    After {
-        ty: ElemType,
-        op: ReduceOp,
-        with: *const u8,
-    },
+    After { red: Reduction, with: *const u8 },
 }
 
 #[derive(Debug)]
@@ -71,8 +63,7 @@ enum Task {
     },
     /// `dst = a op b` over `count` elements (`dst` may equal `a` or `b`).
     Reduce {
-        ty: ElemType,
-        op: ReduceOp,
+        red: Reduction,
         dst: *mut u8,
         a: *const u8,
         b: *const u8,
@@ -200,8 +191,7 @@ impl<'a> Schedule<'a> {
     #[allow(clippy::too_many_arguments)]
     pub fn reduce(
         &mut self,
-        ty: ElemType,
-        op: ReduceOp,
+        red: Reduction,
         dst: *mut u8,
         a: *const u8,
         b: *const u8,
@@ -210,8 +200,7 @@ impl<'a> Schedule<'a> {
     ) -> TaskId {
         self.push(
             Task::Reduce {
-                ty,
-                op,
+                red,
                 dst,
                 a,
                 b,
@@ -311,8 +300,7 @@ impl<'a> Schedule<'a> {
                 Ok(true)
             }
             Task::Reduce {
-                ty,
-                op,
+                red,
                 dst,
                 a,
                 b,
@@ -321,7 +309,7 @@ impl<'a> Schedule<'a> {
                 if *count > 0 {
                     // SAFETY: the algorithm built this step from validated ranges of `count`
                     // elements each; `dst` equals `a` or `b` or is disjoint from both.
-                    unsafe { crate::reduce::reduce(*ty, *op, *dst, *a, *b, *count) };
+                    unsafe { red.apply(*dst, *a, *b, *count) };
                 }
                 entry.done = true;
                 Ok(true)
@@ -430,12 +418,10 @@ unsafe fn apply(fold: Fold, dst: *mut u8, payload: &[u8], offset: usize, extent:
     }
     match fold {
         Fold::Copy => std::ptr::copy_nonoverlapping(payload.as_ptr(), dst, n),
-        Fold::Before { ty, op, with } => {
-            crate::reduce::reduce(ty, op, dst, payload.as_ptr(), with.add(offset), n / extent)
+        Fold::Before { red, with } => {
+            red.apply(dst, payload.as_ptr(), with.add(offset), n / extent)
         }
-        Fold::After { ty, op, with } => {
-            crate::reduce::reduce(ty, op, dst, with.add(offset), payload.as_ptr(), n / extent)
-        }
+        Fold::After { red, with } => red.apply(dst, with.add(offset), payload.as_ptr(), n / extent),
     }
 }
 

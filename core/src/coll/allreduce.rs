@@ -34,13 +34,18 @@ pub fn allreduce(
         copy_if_needed(send, recv, nbytes);
         return Ok(());
     }
-    let algo = choose(
-        "allreduce",
-        nbytes,
-        &[Algo::Ring, Algo::OneShot],
-        Algo::OneShot,
-        Algo::Ring,
-    );
+    let algo = if red.commutative() {
+        choose(
+            "allreduce",
+            nbytes,
+            &[Algo::Ring, Algo::OneShot],
+            Algo::OneShot,
+            Algo::Ring,
+        )
+    } else {
+        // Only the one-shot fold combines operands in rank order.
+        Algo::OneShot
+    };
     comm.note_algo(Kind::Allreduce, algo, nbytes);
     let mut s = Schedule::new(comm.ctx(sig, seq, dt.extent));
     let in_place = std::ptr::eq(send, recv);
@@ -100,14 +105,10 @@ pub(super) fn oneshot_fold(
     for j in 0..n {
         let t = match (j == r, j == 0) {
             (true, true) => s.copy(out, mine, nbytes, &[]),
-            (true, false) => s.reduce(red.ty, red.op, out, out, mine, count, &[prev]),
+            (true, false) => s.reduce(red, out, out, mine, count, &[prev]),
             (false, true) => s.recv(j, tag(0, 0), out, nbytes, Fold::Copy, &[]),
             (false, false) => {
-                let fold = Fold::After {
-                    ty: red.ty,
-                    op: red.op,
-                    with: out,
-                };
+                let fold = Fold::After { red, with: out };
                 s.recv(j, tag(0, 0), out, nbytes, fold, &[prev])
             }
         };

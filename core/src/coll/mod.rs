@@ -27,11 +27,31 @@ pub use select::{chunk_elems, Algo};
 
 use crate::datatype::{Datatype, ElemType, ReduceOp};
 
-/// What a reducing collective reduces with.
+/// What a reducing collective reduces with. Algorithms apply it only through
+/// [`Reduction::apply`] and ask [`Reduction::commutative`] before reordering operands, so
+/// user-defined ops can be added here without touching them.
 #[derive(Clone, Copy, Debug)]
 pub struct Reduction {
     pub ty: ElemType,
     pub op: ReduceOp,
+}
+
+impl Reduction {
+    /// `dst = a op b` over `count` elements (`a` is the earlier operand in rank order).
+    ///
+    /// # Safety
+    /// `a` and `b` are valid for reading and `dst` for writing `count` elements; `dst` is
+    /// exactly `a`, exactly `b`, or disjoint from both.
+    #[inline]
+    pub unsafe fn apply(&self, dst: *mut u8, a: *const u8, b: *const u8, count: usize) {
+        // SAFETY: forwarded contract.
+        unsafe { crate::reduce::reduce(self.ty, self.op, dst, a, b, count) }
+    }
+
+    /// Whether operands may be combined in any order (all predefined ops are).
+    pub fn commutative(&self) -> bool {
+        true
+    }
 }
 
 /// Splits `count` elements into `n` blocks as evenly as possible (the first `count % n`

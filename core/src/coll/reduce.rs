@@ -37,13 +37,18 @@ pub fn reduce(
         copy_if_needed(send, recv, nbytes);
         return Ok(());
     }
-    let algo = choose(
-        "reduce",
-        nbytes,
-        &[Algo::Ring, Algo::OneShot, Algo::Tree],
-        Algo::Tree,
-        Algo::Ring,
-    );
+    let algo = if red.commutative() {
+        choose(
+            "reduce",
+            nbytes,
+            &[Algo::Ring, Algo::OneShot, Algo::Tree],
+            Algo::Tree,
+            Algo::Ring,
+        )
+    } else {
+        // Only the one-shot fold combines operands in rank order.
+        Algo::OneShot
+    };
     comm.note_algo(Kind::Reduce, algo, nbytes);
     let mut s = Schedule::new(comm.ctx(sig, seq, dt.extent));
     let is_root = r == root;
@@ -116,11 +121,7 @@ pub fn reduce(
                     break;
                 }
                 if vr + mask < n {
-                    let fold = Fold::After {
-                        ty: red.ty,
-                        op: red.op,
-                        with: acc,
-                    };
+                    let fold = Fold::After { red, with: acc };
                     prev = Some(s.recv(real(vr + mask), tag(0, 0), acc, nbytes, fold, &[prev]));
                 }
                 mask <<= 1;

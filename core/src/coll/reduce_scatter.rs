@@ -38,13 +38,18 @@ pub fn reduce_scatter(
         copy_if_needed(send, recv, my_cnt * ext);
         return Ok(());
     }
-    let algo = choose(
-        "reduce_scatter",
-        total * ext,
-        &[Algo::Ring, Algo::OneShot],
-        Algo::OneShot,
-        Algo::Ring,
-    );
+    let algo = if red.commutative() {
+        choose(
+            "reduce_scatter",
+            total * ext,
+            &[Algo::Ring, Algo::OneShot],
+            Algo::OneShot,
+            Algo::Ring,
+        )
+    } else {
+        // Only the one-shot fold combines operands in rank order.
+        Algo::OneShot
+    };
     comm.note_algo(sig.kind, algo, total * ext);
     let mut s = Schedule::new(comm.ctx(sig, seq, ext));
     let mut work;
@@ -81,14 +86,10 @@ pub fn reduce_scatter(
             for j in 0..n {
                 let t = match (j == r, j == 0) {
                     (true, true) => s.copy(out, mine, my_cnt * ext, &[]),
-                    (true, false) => s.reduce(red.ty, red.op, out, out, mine, my_cnt, &[prev]),
+                    (true, false) => s.reduce(red, out, out, mine, my_cnt, &[prev]),
                     (false, true) => s.recv(j, tag(0, 0), out, my_cnt * ext, Fold::Copy, &[]),
                     (false, false) => {
-                        let fold = Fold::After {
-                            ty: red.ty,
-                            op: red.op,
-                            with: out,
-                        };
+                        let fold = Fold::After { red, with: out };
                         s.recv(j, tag(0, 0), out, my_cnt * ext, fold, &[prev])
                     }
                 };

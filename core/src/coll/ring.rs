@@ -68,8 +68,7 @@ impl Ring<'_> {
             let mut cur = Vec::new();
             for (c, (off, cnt)) in chunks(self.blocks[rb].1, self.chunk_elems).enumerate() {
                 let fold = Fold::Before {
-                    ty: red.ty,
-                    op: red.op,
+                    red,
                     with: self.at(input, rb, off),
                 };
                 let dst = self.at(work, rb, off) as *mut u8;

@@ -1,0 +1,1 @@
+//! (coll2 area: being written.)

@@ -1,0 +1,165 @@
+//! Communicators, error handlers and classes, datatype sizes.
+#![allow(clippy::missing_safety_doc)]
+
+use std::ffi::{c_char, c_int};
+use std::sync::atomic::Ordering;
+
+use super::env::write_string;
+use super::*;
+use crate::abi::handles::{self as h};
+use crate::abi::{guard, out};
+use crate::error::{Class, Error, LAST_CLASS};
+use crate::runtime;
+// ---------------------------------------------------------------------------------------------
+// Communicators and errors
+
+pub unsafe fn comm_rank(comm: c_int, rank: *mut c_int) -> c_int {
+    guard("MPI_Comm_rank", Some(comm), || {
+        let c = comm_of(runtime::get()?, comm)?;
+        out(rank, "rank", c.rank as c_int)
+    })
+}
+
+pub unsafe fn comm_size(comm: c_int, size: *mut c_int) -> c_int {
+    guard("MPI_Comm_size", Some(comm), || {
+        let c = comm_of(runtime::get()?, comm)?;
+        out(size, "size", c.size() as c_int)
+    })
+}
+
+pub unsafe fn comm_dup(comm: c_int, newcomm: *mut c_int) -> c_int {
+    guard("MPI_Comm_dup", Some(comm), || {
+        let rt = runtime::get()?;
+        let c = comm_of(rt, comm)?;
+        if newcomm.is_null() {
+            return Err(Error::new(Class::Arg, "newcomm is NULL"));
+        }
+        let handle = rt.add_comm(c.dup())?;
+        out(newcomm, "newcomm", handle)
+    })
+}
+
+pub unsafe fn comm_split(comm: c_int, color: c_int, key: c_int, newcomm: *mut c_int) -> c_int {
+    guard("MPI_Comm_split", Some(comm), || {
+        let rt = runtime::get()?;
+        let c = comm_of(rt, comm)?;
+        if newcomm.is_null() {
+            return Err(Error::new(Class::Arg, "newcomm is NULL"));
+        }
+        if color < 0 && color != h::UNDEFINED {
+            return Err(Error::new(
+                Class::Arg,
+                format!("color {color} is negative and not MPI_UNDEFINED"),
+            ));
+        }
+        let handle = match c.split(if color == h::UNDEFINED { -1 } else { color }, key)? {
+            Some(child) => rt.add_comm(child)?,
+            None => h::COMM_NULL,
+        };
+        out(newcomm, "newcomm", handle)
+    })
+}
+
+pub unsafe fn comm_free(comm: *mut c_int) -> c_int {
+    // SAFETY: read only after the NULL check.
+    let handle = if comm.is_null() {
+        None
+    } else {
+        Some(unsafe { *comm })
+    };
+    guard("MPI_Comm_free", handle, || {
+        let rt = runtime::get()?;
+        let handle = handle.ok_or_else(|| Error::new(Class::Arg, "comm is NULL"))?;
+        rt.free_comm(handle)?;
+        out(comm, "comm", h::COMM_NULL)
+    })
+}
+
+pub unsafe fn comm_compare(c1: c_int, c2: c_int, result: *mut c_int) -> c_int {
+    guard("MPI_Comm_compare", Some(c1), || {
+        let rt = runtime::get()?;
+        let (a, b) = (comm_of(rt, c1)?, comm_of(rt, c2)?);
+        let r = if c1 == c2 {
+            h::IDENT
+        } else if a.world == b.world {
+            h::CONGRUENT
+        } else {
+            let (mut x, mut y) = (a.world.clone(), b.world.clone());
+            x.sort_unstable();
+            y.sort_unstable();
+            if x == y {
+                h::SIMILAR
+            } else {
+                h::UNEQUAL
+            }
+        };
+        out(result, "result", r)
+    })
+}
+
+pub unsafe fn comm_set_errhandler(comm: c_int, errhandler: c_int) -> c_int {
+    guard("MPI_Comm_set_errhandler", Some(comm), || {
+        let c = comm_of(runtime::get()?, comm)?;
+        if !h::is_errhandler(errhandler) {
+            return Err(Error::new(
+                Class::Arg,
+                format!("errhandler 0x{errhandler:x} is not a valid error handler"),
+            ));
+        }
+        c.errhandler.store(errhandler, Ordering::Relaxed);
+        Ok(())
+    })
+}
+
+pub unsafe fn comm_get_errhandler(comm: c_int, errhandler: *mut c_int) -> c_int {
+    guard("MPI_Comm_get_errhandler", Some(comm), || {
+        let c = comm_of(runtime::get()?, comm)?;
+        out(
+            errhandler,
+            "errhandler",
+            c.errhandler.load(Ordering::Relaxed),
+        )
+    })
+}
+
+pub unsafe fn error_class(code: c_int, class: *mut c_int) -> c_int {
+    guard("MPI_Error_class", None, || {
+        if !(0..=LAST_CLASS).contains(&code) {
+            return Err(Error::new(
+                Class::Arg,
+                format!("{code} is not a valid error code"),
+            ));
+        }
+        out(class, "errorclass", code)
+    })
+}
+
+pub unsafe fn error_string(code: c_int, string: *mut c_char, resultlen: *mut c_int) -> c_int {
+    guard("MPI_Error_string", None, || {
+        let text = match Class::from_code(code) {
+            Some(c) => format!("{}: {}", c.name(), c.description()),
+            None if (0..=LAST_CLASS).contains(&code) => format!("MPI error class {code}"),
+            None => {
+                return Err(Error::new(
+                    Class::Arg,
+                    format!("{code} is not a valid error code"),
+                ))
+            }
+        };
+        write_string(string, h::MAX_ERROR_STRING, resultlen, &text, "string")
+    })
+}
+
+pub unsafe fn type_size(datatype: c_int, size: *mut c_int) -> c_int {
+    guard("MPI_Type_size", None, || {
+        let d = datatype_arg(datatype, "datatype")?;
+        out(size, "size", d.size as c_int)
+    })
+}
+
+pub unsafe fn type_size_c(datatype: c_int, size: *mut Count) -> c_int {
+    guard("MPI_Type_size_c", None, || {
+        let d = datatype_arg(datatype, "datatype")?;
+        out(size, "size", d.size as Count)
+    })
+}

@@ -1,0 +1,1 @@
+//! (groups area: being written.)

@@ -1,0 +1,164 @@
+//! The MPI functions, MPICH ABI. Every function validates all arguments before any data moves
+//! (a rejected call writes nothing), then calls the communicator layer.
+//!
+//! # Safety
+//! Every function here is `unsafe`: the caller (C code) promises that non-NULL pointers point
+//! to memory as MPI specifies for that argument. NULL pointers and invalid handles are errors.
+//! That one contract is stated here, once, rather than on each of the functions.
+#![allow(clippy::missing_safety_doc)]
+
+use std::ffi::{c_int, c_void};
+use std::sync::Arc;
+
+use super::handles::{self as h, IN_PLACE};
+use crate::coll::Reduction;
+use crate::comm::Comm;
+use crate::datatype::{Datatype, ElemType};
+use crate::error::{Class, Error, Result};
+use crate::frame::{Kind, Signature};
+use crate::runtime;
+
+mod coll;
+mod coll2;
+mod comm;
+mod env;
+mod groups;
+mod p2p;
+mod types;
+
+pub use coll::*;
+#[allow(unused_imports)]
+pub use coll2::*;
+pub use comm::*;
+pub use env::*;
+#[allow(unused_imports)]
+pub use groups::*;
+#[allow(unused_imports)]
+pub use p2p::*;
+#[allow(unused_imports)]
+pub use types::*;
+
+pub type Count = i64;
+
+pub(crate) const VERSION: (c_int, c_int) = (4, 0);
+
+pub(crate) fn library_version() -> String {
+    format!(
+        "hcomm {} (MPICH ABI; shared-memory ring collectives)",
+        env!("CARGO_PKG_VERSION")
+    )
+}
+
+// ---------------------------------------------------------------------------------------------
+// Argument checking helpers
+
+pub(crate) fn comm_of(rt: &runtime::Runtime, c: c_int) -> Result<Arc<Comm>> {
+    // One lookup per call; the Arc keeps the communicator alive even if freed meanwhile.
+    rt.comm(c)
+}
+
+pub(crate) fn count_arg(count: Count, what: &str) -> Result<usize> {
+    usize::try_from(count)
+        .map_err(|_| Error::new(Class::Count, format!("{what} is negative ({count})")))
+}
+
+pub(crate) fn datatype_arg(dt: c_int, what: &str) -> Result<Datatype> {
+    if dt == h::DATATYPE_NULL {
+        return Err(Error::new(
+            Class::Type,
+            format!("{what} is MPI_DATATYPE_NULL"),
+        ));
+    }
+    h::datatype(dt)
+        .map(|d| d.0)
+        .filter(|d| d.size > 0)
+        .ok_or_else(|| Error::new(Class::Type, format!("{what} 0x{dt:x} is not a valid datatype (hcomm supports the predefined datatypes)")))
+}
+
+pub(crate) fn reduction_arg(op: c_int, dt: c_int, d: &Datatype) -> Result<Reduction> {
+    if op == h::OP_NULL {
+        return Err(Error::new(Class::Op, "op is MPI_OP_NULL"));
+    }
+    let (o, oname) = h::op(op).ok_or_else(|| {
+        Error::new(
+            Class::Op,
+            format!("op 0x{op:x} is not a valid reduction op (hcomm supports the predefined ops)"),
+        )
+    })?;
+    if d.elem == ElemType::Opaque || !crate::reduce::is_supported(d.elem, o) {
+        let tname = h::datatype(dt).map(|x| x.1).unwrap_or("?");
+        return Err(Error::new(
+            Class::Op,
+            format!("{oname} is not defined for datatype {tname}"),
+        ));
+    }
+    Ok(Reduction { ty: d.elem, op: o })
+}
+
+pub(crate) fn root_arg(root: c_int, comm: &Comm) -> Result<usize> {
+    usize::try_from(root)
+        .ok()
+        .filter(|&r| r < comm.size())
+        .ok_or_else(|| {
+            Error::new(
+                Class::Root,
+                format!(
+                    "root {root} is not a rank of a communicator of size {}",
+                    comm.size()
+                ),
+            )
+        })
+}
+
+pub(crate) fn nbytes(count: usize, d: &Datatype, what: &str) -> Result<usize> {
+    count
+        .checked_mul(d.extent)
+        .filter(|&b| b <= isize::MAX as usize)
+        .ok_or_else(|| {
+            Error::new(
+                Class::Count,
+                format!("{what} {count} is too large for the datatype"),
+            )
+        })
+}
+
+pub(crate) fn is_in_place(p: *const c_void) -> bool {
+    p as usize == IN_PLACE
+}
+
+/// A buffer that must be valid for `len` bytes: NULL is allowed only when `len == 0`.
+pub(crate) fn buf_arg(p: *const c_void, len: usize, what: &str) -> Result<()> {
+    if len > 0 && p.is_null() {
+        return Err(Error::new(
+            Class::Buffer,
+            format!("{what} is NULL but the count is not zero"),
+        ));
+    }
+    if is_in_place(p) {
+        return Err(Error::new(
+            Class::Buffer,
+            format!("{what} may not be MPI_IN_PLACE here"),
+        ));
+    }
+    Ok(())
+}
+
+pub(crate) fn no_alias(send: *const c_void, recv: *const c_void, len: usize) -> Result<()> {
+    if len > 0 && send == recv {
+        return Err(Error::new(
+            Class::Buffer,
+            "sendbuf and recvbuf are the same buffer: use MPI_IN_PLACE",
+        ));
+    }
+    Ok(())
+}
+
+pub(crate) fn sig(kind: Kind, count: usize, dt: c_int, op: c_int, root: i32) -> Signature {
+    Signature {
+        kind,
+        count: count as u64,
+        dtype: dt as u32,
+        op: op as u32,
+        root,
+    }
+}

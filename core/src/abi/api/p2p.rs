@@ -1,0 +1,1 @@
+//! (p2p area: being written.)

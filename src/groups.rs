@@ -1,0 +1,1 @@
+//! Exports of the groups area (see `core/src/abi/api/groups.rs`).

@@ -1,0 +1,1 @@
+//! Exports of the types area (see `core/src/abi/api/types.rs`).
