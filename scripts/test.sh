@@ -5,7 +5,8 @@
 #     binutils (nm, readelf).
 #   - Rust components: rustfmt and clippy.
 # Then: format and lint checks, unit and integration tests (cargo), the header check against
-# MPICH's mpi.h, and the C compatibility and multi-rank suites under hcomm, MPICH and Open MPI.
+# MPICH's mpi.h, the C compatibility and multi-rank suites under hcomm, MPICH and Open MPI, the
+# hcomm suites again over TCP, the TCP/rendezvous script and the network-namespace test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -41,6 +42,16 @@ compat-tests/check-header.sh
 
 step "C compatibility and multi-rank suites (hcomm, MPICH, Open MPI)"
 REQUIRE_ALL=1 compat-tests/run.sh
+
+step "the hcomm suites over TCP (HCOMM_TRANSPORT=tcp on one host)"
+HCOMM_TRANSPORT=tcp HCOMM_NPROCS="1 2 3 4 5" NPROCS="1 2 3 4" HCOMM_ALGOS="default ring chunk4096" \
+    compat-tests/run.sh --impl hcomm --only coll_check,bitwise,threads
+
+step "TCP transport: file:// rendezvous without a launcher, dead peer, transport errors"
+scripts/tcp-test.sh
+
+step "two hosts in network namespaces: TCP between, shared memory within (root; else SKIP)"
+scripts/netns-test.sh
 
 step "quick start example"
 NP=4 scripts/quickstart.sh

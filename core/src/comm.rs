@@ -4,7 +4,13 @@
 //! Ids are derived, not negotiated: a child's id hashes the parent's id, the parent's count of
 //! children created so far (the same on every member, because creation is collective and
 //! ordered) and the split color. So `MPI_Comm_dup` needs no communication, and frames of two
-//! communicators never match each other.
+//! communicators never match each other. `MPI_Comm_create` uses a hash of the new member list
+//! as the color: members agree on it without talking, and disjoint groups passed by different
+//! ranks (allowed since MPI-2.2) get different ids.
+//!
+//! `MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)` is a split whose color is a hash of each rank's
+//! host identity (hostname + boot id), gathered once over the parent: it needs nothing from
+//! the transport setup, and ranks on one host land in one communicator whatever launched them.
 
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -14,7 +20,7 @@ use parking_lot::Mutex;
 use crate::coll::Algo;
 use crate::endpoint::Endpoint;
 use crate::engine::Ctx;
-use crate::error::Result;
+use crate::error::{Class, Error, Result};
 use crate::frame::{Kind, Signature};
 
 pub struct Comm {
@@ -30,6 +36,9 @@ pub struct Comm {
     pub errhandler: AtomicI32,
     /// (collective, algorithm) pairs already logged at INFO.
     logged: Mutex<Vec<(Kind, Algo)>>,
+    /// `MPI_Comm_set_name`/`MPI_Comm_get_name`; new communicators have none (as in MPICH and
+    /// Open MPI, a dup does not inherit the name).
+    name: Mutex<String>,
 }
 
 /// splitmix64: a cheap, well-mixed 64-bit hash step.
@@ -42,6 +51,27 @@ fn mix(mut z: u64) -> u64 {
 
 /// Reserved id of `MPI_COMM_SELF` (never communicates, so its id only has to differ from others').
 pub const SELF_ID: u64 = u64::MAX;
+
+/// Longest communicator name kept, in bytes (`MPI_MAX_OBJECT_NAME` less the NUL).
+pub const MAX_NAME: usize = 127;
+
+/// The name a communicator starts with: the predefined ones are named after their handles
+/// (recognised by their reserved ids, world 0 and `SELF_ID`), all others have none.
+fn default_name(id: u64) -> &'static str {
+    match id {
+        0 => "MPI_COMM_WORLD",
+        SELF_ID => "MPI_COMM_SELF",
+        _ => "",
+    }
+}
+
+/// A 64-bit hash of bytes (FNV-1a, then a splitmix64 step to spread it).
+fn hash_bytes(b: &[u8]) -> u64 {
+    let h = b.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, &x| {
+        (h ^ x as u64).wrapping_mul(0x0000_0100_0000_01b3)
+    });
+    mix(h)
+}
 
 impl Comm {
     pub fn new(
@@ -60,7 +90,26 @@ impl Comm {
             children: AtomicU64::new(0),
             errhandler: AtomicI32::new(errhandler),
             logged: Mutex::new(Vec::new()),
+            name: Mutex::new(default_name(id).to_string()),
         }
+    }
+
+    pub fn name(&self) -> String {
+        self.name.lock().clone()
+    }
+
+    /// Sets the name, cut to [`MAX_NAME`] bytes (at a character boundary).
+    pub fn set_name(&self, name: &str) {
+        let mut end = name.len().min(MAX_NAME);
+        while !name.is_char_boundary(end) {
+            end -= 1;
+        }
+        *self.name.lock() = name[..end].to_string();
+    }
+
+    /// This process's world rank.
+    pub fn my_world_rank(&self) -> usize {
+        self.world[self.rank]
     }
 
     pub fn size(&self) -> usize {
@@ -134,22 +183,38 @@ impl Comm {
     /// `MPI_Comm_split`; `color < 0` is `MPI_UNDEFINED` (no new communicator for this rank).
     /// New ranks are ordered by key, ties by old rank.
     pub fn split(&self, color: i32, key: i32) -> Result<Option<Comm>> {
-        let mut mine = [0u8; 8];
-        mine[..4].copy_from_slice(&color.to_le_bytes());
-        mine[4..].copy_from_slice(&key.to_le_bytes());
-        let mut all = vec![0u8; 8 * self.size()];
+        self.split_by((color >= 0).then_some(color as u32 as u64), key)
+    }
+
+    /// `MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)`: the ranks whose host identity equals this
+    /// rank's `host`, ordered by key, ties by old rank; `host == None` is `MPI_UNDEFINED`.
+    pub fn split_shared(&self, host: Option<&str>, key: i32) -> Result<Option<Comm>> {
+        self.split_by(host.map(|h| hash_bytes(h.as_bytes())), key)
+    }
+
+    /// The split engine: one internal allgather of (color, key) over this communicator, then
+    /// each rank keeps the ranks of its own color. `None` takes part but gets no communicator.
+    fn split_by(&self, color: Option<u64>, key: i32) -> Result<Option<Comm>> {
+        // 16 bytes per rank: color (u64), key (i32), has-color flag (u32).
+        let mut mine = [0u8; 16];
+        mine[..8].copy_from_slice(&color.unwrap_or(0).to_le_bytes());
+        mine[8..12].copy_from_slice(&key.to_le_bytes());
+        mine[12..].copy_from_slice(&(color.is_some() as u32).to_le_bytes());
+        let mut all = vec![0u8; 16 * self.size()];
         crate::coll::allgather_internal(self, &mine, &mut all)?;
-        let id = self.child_id(color as u32 as u64);
-        if color < 0 {
+        // Every rank derives a child id, so the children counters stay equal.
+        let id = self.child_id(color.unwrap_or(u64::MAX));
+        let Some(color) = color else {
             return Ok(None);
-        }
+        };
         let mut members: Vec<(i32, usize)> = all
-            .chunks_exact(8)
+            .chunks_exact(16)
             .enumerate()
             .filter_map(|(r, b)| {
-                let c = i32::from_le_bytes(b[..4].try_into().unwrap());
-                let k = i32::from_le_bytes(b[4..].try_into().unwrap());
-                (c == color).then_some((k, r))
+                let c = u64::from_le_bytes(b[..8].try_into().unwrap());
+                let k = i32::from_le_bytes(b[8..12].try_into().unwrap());
+                let has = u32::from_le_bytes(b[12..].try_into().unwrap()) != 0;
+                (has && c == color).then_some((k, r))
             })
             .collect();
         members.sort();
@@ -165,6 +230,33 @@ impl Comm {
             self.ep.clone(),
             self.errhandler.load(Ordering::Relaxed),
         )))
+    }
+
+    /// `MPI_Comm_create`: a communicator of the world ranks `members`, in that order, which
+    /// must all belong to this communicator. Called by every rank of this communicator
+    /// (collective), without communication; ranks not in `members` get `None`.
+    pub fn create(&self, members: &[usize]) -> Result<Option<Comm>> {
+        if let Some(w) = members.iter().find(|w| !self.world.contains(w)) {
+            return Err(Error::new(
+                Class::Group,
+                format!("group holds world rank {w}, which is not in the communicator"),
+            ));
+        }
+        let bytes: Vec<u8> = members
+            .iter()
+            .flat_map(|&w| (w as u64).to_le_bytes())
+            .collect();
+        let id = self.child_id(hash_bytes(&bytes));
+        let me = self.my_world_rank();
+        Ok(members.iter().position(|&w| w == me).map(|rank| {
+            Comm::new(
+                id,
+                rank,
+                members.to_vec(),
+                self.ep.clone(),
+                self.errhandler.load(Ordering::Relaxed),
+            )
+        }))
     }
 }
 
@@ -183,5 +275,23 @@ mod tests {
         assert_eq!(a2.id, b2.id);
         assert_ne!(a1.id, a2.id);
         assert_ne!(a1.id, a.id);
+    }
+
+    #[test]
+    fn create_and_names() {
+        let ep = Arc::new(Endpoint::singleton());
+        let w = Comm::new(0, 0, vec![0], ep.clone(), 0);
+        assert_eq!(w.name(), "MPI_COMM_WORLD");
+        assert_eq!(
+            Comm::new(SELF_ID, 0, vec![0], ep, 0).name(),
+            "MPI_COMM_SELF"
+        );
+        let c = w.create(&[0]).unwrap().unwrap();
+        assert_eq!((c.rank, c.size(), c.name()), (0, 1, String::new()));
+        assert_ne!(c.id, w.id);
+        assert!(w.create(&[]).unwrap().is_none());
+        assert_eq!(w.create(&[1]).err().map(|e| e.class), Some(Class::Group));
+        c.set_name(&"é".repeat(100));
+        assert_eq!(c.name().len(), 126);
     }
 }

@@ -5,8 +5,16 @@
 //! another thread; or a later operation) is copied into that source's unexpected queue, and
 //! our own doorbell is rung so a thread waiting for it looks again. Per source, the queue and
 //! the link's receive side sit under one short-held lock, never held across a wait.
+//!
+//! Collective and point-to-point frames share the links and queues; each matching rule accepts
+//! only its own kind (see [`crate::frame`]). Point-to-point receives match the *first* fragment
+//! of a message (by communicator and tag), oldest first per source, then collect the rest of
+//! that message by its number (`seq`); see [`crate::p2p`]. Queued frames carry a process-wide
+//! arrival stamp, so an `MPI_ANY_SOURCE` receive can take the earliest queued message of any
+//! source. Messages a rank sends to itself go straight into its own queue (it has no link).
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -25,19 +33,77 @@ pub struct MatchKey {
     pub tag: u32,
 }
 
+/// Which point-to-point messages a receive or probe accepts from one source.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct P2pKey {
+    pub comm_id: u64,
+    /// `None`: `MPI_ANY_TAG`.
+    pub tag: Option<u32>,
+}
+
+impl P2pKey {
+    /// `h` is the first fragment of a message this key accepts.
+    pub fn starts(&self, h: &FrameHeader) -> bool {
+        h.is_p2p()
+            && h.comm_id == self.comm_id
+            && h.offset == 0
+            && self.tag.is_none_or(|t| t == h.tag)
+    }
+}
+
+/// Order of arrival of queued frames across all sources; only comparisons matter.
+static ARRIVAL: AtomicU64 = AtomicU64::new(0);
+
 struct Unexpected {
     hdr: FrameHeader,
     data: Vec<u8>,
+    /// From [`ARRIVAL`], taken under the queue's lock: increasing along each queue.
+    stamp: u64,
 }
 
+/// Per-peer state under one lock.
 #[derive(Default)]
 struct RxState {
     queue: VecDeque<Unexpected>,
+    /// Number of the next point-to-point message *to* this peer (send side; dense per pair).
+    p2p_next_seq: u64,
 }
 
-enum BellHome {
+impl RxState {
+    fn push(&mut self, hdr: &FrameHeader, data: Vec<u8>) {
+        self.queue.push_back(Unexpected {
+            hdr: *hdr,
+            data,
+            stamp: ARRIVAL.fetch_add(1, Ordering::Relaxed),
+        });
+    }
+}
+
+/// Where this rank's doorbell lives. Peers on this host ring it in our shared-memory segment;
+/// a rank with no shared-memory peer (TCP only, or alone) keeps it in process memory, rung by
+/// the TCP receiver thread and by this process's own threads. The futex calls work on either
+/// (they do not use `FUTEX_PRIVATE_FLAG`). Cloning shares the same doorbell.
+#[derive(Clone)]
+pub enum BellHome {
     Shm(Arc<Segment>),
-    Local(Box<Doorbell>),
+    Local(Arc<Doorbell>),
+}
+
+impl BellHome {
+    /// A fresh doorbell in process memory.
+    pub fn local() -> BellHome {
+        BellHome::Local(Arc::new(Doorbell {
+            bell: 0.into(),
+            sleepers: 0.into(),
+        }))
+    }
+
+    pub fn doorbell(&self) -> &Doorbell {
+        match self {
+            BellHome::Shm(s) => s.bell(),
+            BellHome::Local(b) => b,
+        }
+    }
 }
 
 pub struct Endpoint {
@@ -58,19 +124,17 @@ impl Endpoint {
             size: 1,
             links: vec![None],
             rx: vec![Mutex::new(RxState::default())],
-            bell: BellHome::Local(Box::new(Doorbell {
-                bell: 0.into(),
-                sleepers: 0.into(),
-            })),
+            bell: BellHome::local(),
             spin: std::time::Duration::ZERO,
         }
     }
 
-    /// `links[r]` is `None` exactly for `r == rank`. `own` is this rank's segment (its doorbell).
+    /// `links[r]` is `None` exactly for `r == rank`. `bell`: this rank's doorbell (in its
+    /// shared-memory segment, or in process memory when it has no shared-memory peer).
     pub fn new(
         rank: usize,
         links: Vec<Option<Box<dyn Link>>>,
-        own: Arc<Segment>,
+        bell: BellHome,
         spin: std::time::Duration,
     ) -> Endpoint {
         let size = links.len();
@@ -79,16 +143,13 @@ impl Endpoint {
             size,
             links,
             rx: (0..size).map(|_| Mutex::new(RxState::default())).collect(),
-            bell: BellHome::Shm(own),
+            bell,
             spin,
         }
     }
 
     pub fn bell(&self) -> &Doorbell {
-        match &self.bell {
-            BellHome::Shm(s) => s.bell(),
-            BellHome::Local(b) => b,
-        }
+        self.bell.doorbell()
     }
 
     fn link(&self, peer: usize) -> Result<&dyn Link> {
@@ -107,8 +168,9 @@ impl Endpoint {
     }
 
     /// Feeds frames from `peer` that match `key` to `consume` until it returns `false`
-    /// (satisfied) or nothing more is available. Returns whether any frame was consumed.
+    /// (satisfied) or nothing more is available. Returns whether any frame was read.
     /// A frame of the same `(comm_id, seq)` with another signature is a mismatched call.
+    /// Point-to-point frames never match.
     pub fn poll_recv(
         &self,
         peer: usize,
@@ -116,47 +178,184 @@ impl Endpoint {
         sig: &Signature,
         consume: &mut dyn FnMut(&FrameHeader, &[u8]) -> Result<bool>,
     ) -> Result<bool> {
-        let link = self.link(peer)?;
-        let mut rx = self.rx[peer].lock();
-        let mut progressed = false;
-        while let Some(pos) = rx.queue.iter().position(|u| {
-            u.hdr.comm_id == key.comm_id && u.hdr.seq == key.seq && u.hdr.tag == key.tag
-        }) {
-            let u = rx.queue.remove(pos).expect("position is in range");
-            progressed = true;
-            if !consume(&u.hdr, &u.data)? {
-                return Ok(true);
+        let mut want = |h: &FrameHeader| -> Result<bool> {
+            if h.is_p2p() || h.comm_id != key.comm_id || h.seq != key.seq {
+                return Ok(false);
+            }
+            check_signature(h, sig, peer)?;
+            Ok(h.tag == key.tag)
+        };
+        let (took, queued) = self.poll_with(peer, &mut want, consume)?;
+        Ok(took || queued)
+    }
+
+    /// The matching loop of every receive. Under `peer`'s lock: hands the queued frames that
+    /// `want` accepts (oldest first), then frames read from the link, to `take` until it
+    /// returns `false`; frames read from the link that `want` rejects are queued (copied).
+    /// Returns (whether `take` got a frame, whether a frame was queued). A rank's own queue
+    /// (loopback) has no link.
+    fn poll_with(
+        &self,
+        peer: usize,
+        want: &mut dyn FnMut(&FrameHeader) -> Result<bool>,
+        take: &mut dyn FnMut(&FrameHeader, &[u8]) -> Result<bool>,
+    ) -> Result<(bool, bool)> {
+        let link = self.links.get(peer).and_then(|l| l.as_deref());
+        let mut rx = self.rx_of(peer)?.lock();
+        let mut took = false;
+        let mut i = 0;
+        while i < rx.queue.len() {
+            if !want(&rx.queue[i].hdr)? {
+                i += 1;
+                continue;
+            }
+            let u = rx.queue.remove(i).expect("index is in range");
+            took = true;
+            if !take(&u.hdr, &u.data)? {
+                return Ok((true, false));
             }
         }
+        let Some(link) = link else {
+            return Ok((took, false));
+        };
         let mut want_more = true;
         let mut queued = false;
         while want_more {
             let got = link.try_recv(&mut |hdr: &FrameHeader, payload: &[u8]| {
-                if hdr.comm_id == key.comm_id && hdr.seq == key.seq {
-                    check_signature(hdr, sig, peer)?;
-                    if hdr.tag == key.tag {
-                        want_more = consume(hdr, payload)?;
-                        return Ok(());
-                    }
+                if want(hdr)? {
+                    took = true;
+                    want_more = take(hdr, payload)?;
+                } else {
+                    rx.push(hdr, payload.to_vec());
+                    queued = true;
                 }
-                rx.queue.push_back(Unexpected {
-                    hdr: *hdr,
-                    data: payload.to_vec(),
-                });
-                queued = true;
                 Ok(())
             })?;
             if !got {
                 break;
             }
-            progressed = true;
         }
         drop(rx);
         if queued {
             // Another thread of this process may be waiting for what we just queued.
             self.bell().ring();
         }
-        Ok(progressed)
+        Ok((took, queued))
+    }
+
+    fn rx_of(&self, peer: usize) -> Result<&Mutex<RxState>> {
+        self.rx
+            .get(peer)
+            .ok_or_else(|| Error::intern(format!("rank {peer} is not in a world of {}", self.size)))
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Point-to-point matching (used by `crate::p2p`)
+
+    /// Takes the first fragment of the oldest message from `peer` that `key` accepts (queued,
+    /// or read from the link now) and hands it to `take`; other frames read on the way are
+    /// queued. `None`: no such message has arrived yet.
+    pub fn p2p_take_first(
+        &self,
+        peer: usize,
+        key: &P2pKey,
+        take: &mut dyn FnMut(&FrameHeader, &[u8]) -> Result<()>,
+    ) -> Result<Option<FrameHeader>> {
+        let mut found = None;
+        self.poll_with(peer, &mut |h| Ok(key.starts(h)), &mut |h, payload| {
+            take(h, payload)?;
+            found = Some(*h);
+            Ok(false)
+        })?;
+        Ok(found)
+    }
+
+    /// Feeds the later fragments of message `seq` from `peer` to `take`, in order, until it
+    /// returns `false` or none is available. Returns whether any was taken.
+    pub fn p2p_take_rest(
+        &self,
+        peer: usize,
+        comm_id: u64,
+        seq: u64,
+        take: &mut dyn FnMut(&FrameHeader, &[u8]) -> Result<bool>,
+    ) -> Result<bool> {
+        let mut want = |h: &FrameHeader| {
+            Ok(h.is_p2p() && h.comm_id == comm_id && h.seq == seq && h.offset > 0)
+        };
+        Ok(self.poll_with(peer, &mut want, take)?.0)
+    }
+
+    /// The first-fragment header of the oldest message from `peer` that `key` accepts, left
+    /// in place (a probe): frames read from the link to find it are queued, so the receive
+    /// that follows finds the same message.
+    pub fn p2p_peek(&self, peer: usize, key: &P2pKey) -> Result<Option<FrameHeader>> {
+        let link = self.links.get(peer).and_then(|l| l.as_deref());
+        let mut rx = self.rx_of(peer)?.lock();
+        if let Some(u) = rx.queue.iter().find(|u| key.starts(&u.hdr)) {
+            return Ok(Some(u.hdr));
+        }
+        let Some(link) = link else {
+            return Ok(None);
+        };
+        let mut found = None;
+        let mut queued = false;
+        while found.is_none() {
+            let got = link.try_recv(&mut |hdr: &FrameHeader, payload: &[u8]| {
+                rx.push(hdr, payload.to_vec());
+                queued = true;
+                if key.starts(hdr) {
+                    found = Some(*hdr);
+                }
+                Ok(())
+            })?;
+            if !got {
+                break;
+            }
+        }
+        drop(rx);
+        if queued {
+            self.bell().ring();
+        }
+        Ok(found)
+    }
+
+    /// Arrival stamp of the oldest *queued* message from `peer` that `key` accepts.
+    pub fn p2p_oldest_queued(&self, peer: usize, key: &P2pKey) -> Option<u64> {
+        let rx = self.rx.get(peer)?.lock();
+        let stamp = rx
+            .queue
+            .iter()
+            .find(|u| key.starts(&u.hdr))
+            .map(|u| u.stamp);
+        stamp
+    }
+
+    /// Moves every frame waiting in `peer`'s link into the queue (copying). A sender that waits
+    /// for room drains its links so that a peer blocked sending to it can go on.
+    /// Returns whether anything moved.
+    pub fn drain(&self, peer: usize) -> Result<bool> {
+        Ok(self
+            .poll_with(peer, &mut |_| Ok(false), &mut |_, _| Ok(true))?
+            .1)
+    }
+
+    /// A message (fragment) to this rank itself: straight into its own queue.
+    pub fn p2p_post_local(&self, hdr: &FrameHeader, data: Vec<u8>) -> Result<()> {
+        let mut h = *hdr;
+        h.len = u32::try_from(data.len())
+            .map_err(|_| Error::intern("local fragment larger than 4 GiB"))?;
+        self.rx_of(self.rank)?.lock().push(&h, data);
+        // A thread of this process may be waiting for it.
+        self.bell().ring();
+        Ok(())
+    }
+
+    /// The number of the next point-to-point message to `peer`.
+    pub fn p2p_next_seq(&self, peer: usize) -> Result<u64> {
+        let mut rx = self.rx_of(peer)?.lock();
+        let seq = rx.p2p_next_seq;
+        rx.p2p_next_seq += 1;
+        Ok(seq)
     }
 }
 

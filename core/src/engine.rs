@@ -216,40 +216,17 @@ impl<'a> Schedule<'a> {
 
     /// Runs every task to completion.
     pub fn run(mut self) -> Result<()> {
-        let bell = self.ctx.ep.bell();
-        let spin = self.ctx.ep.spin;
-        let mut idle_since: Option<Instant> = None;
-        loop {
+        let ep = self.ctx.ep;
+        drive(ep, |_| {
             let progressed = self.pass()?;
-            if self.first == self.tasks.len() {
-                return Ok(());
-            }
-            if progressed {
-                idle_since = None;
-                continue;
-            }
-            let since = *idle_since.get_or_insert_with(Instant::now);
-            if since.elapsed() < spin {
-                std::hint::spin_loop();
-                continue;
-            }
-            let seen = bell.begin_sleep();
-            let res = self.pass();
-            match res {
-                Ok(false) if self.first < self.tasks.len() => {
-                    bell.sleep(seen, Duration::from_millis(100));
-                    bell.end_sleep();
-                }
-                Ok(_) => {
-                    bell.end_sleep();
-                    idle_since = None;
-                }
-                Err(e) => {
-                    bell.end_sleep();
-                    return Err(e);
-                }
-            }
-        }
+            Ok(if self.first == self.tasks.len() {
+                Step::Done
+            } else if progressed {
+                Step::Moved
+            } else {
+                Step::Idle
+            })
+        })
     }
 
     /// One pass over the runnable tasks; `true` if anything moved.
@@ -397,6 +374,54 @@ impl<'a> Schedule<'a> {
                 }
                 Ok(moved)
             }
+        }
+    }
+}
+
+/// What one polling step of a wait achieved.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// Finished: stop waiting.
+    Done,
+    /// Something moved: poll again at once.
+    Moved,
+    /// Nothing could move now.
+    Idle,
+}
+
+/// The one waiting loop (schedules, point-to-point): calls `step` until it returns
+/// [`Step::Done`]; while nothing moves it polls for the endpoint's spin budget, then sleeps on the
+/// rank's doorbell (100 ms timeout, the hook for liveness checks) with the protocol of
+/// [`crate::wait`]. `step(true)` is the last poll before a sleep (a stalled sender drains its
+/// links there); `step(false)` is any other.
+pub fn drive(ep: &Endpoint, mut step: impl FnMut(bool) -> Result<Step>) -> Result<()> {
+    let bell = ep.bell();
+    let spin = ep.spin;
+    let mut idle_since: Option<Instant> = None;
+    loop {
+        match step(false)? {
+            Step::Done => return Ok(()),
+            Step::Moved => {
+                idle_since = None;
+                continue;
+            }
+            Step::Idle => {}
+        }
+        let since = *idle_since.get_or_insert_with(Instant::now);
+        if since.elapsed() < spin {
+            std::hint::spin_loop();
+            continue;
+        }
+        let seen = bell.begin_sleep();
+        let res = step(true);
+        if let Ok(Step::Idle) = res {
+            bell.sleep(seen, Duration::from_millis(100));
+        }
+        bell.end_sleep();
+        match res? {
+            Step::Done => return Ok(()),
+            Step::Moved => idle_since = None,
+            Step::Idle => {}
         }
     }
 }

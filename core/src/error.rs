@@ -30,6 +30,7 @@ pub enum Class {
     InStatus = 17,
     Pending = 18,
     Request = 19,
+    Keyval = 48,
 }
 
 /// Highest class value `MPI_Error_class`/`MPI_Error_string` accept (`MPI_ERR_LASTCODE` is
@@ -60,6 +61,7 @@ impl Class {
             InStatus => "MPI_ERR_IN_STATUS",
             Pending => "MPI_ERR_PENDING",
             Request => "MPI_ERR_REQUEST",
+            Keyval => "MPI_ERR_KEYVAL",
         }
     }
 
@@ -87,6 +89,7 @@ impl Class {
             InStatus => "Error code is in status",
             Pending => "Pending request",
             Request => "Invalid MPI_Request",
+            Keyval => "Invalid keyval",
         }
     }
 
@@ -113,6 +116,7 @@ impl Class {
             17 => InStatus,
             18 => Pending,
             19 => Request,
+            48 => Keyval,
             _ => return None,
         })
     }
@@ -182,6 +186,7 @@ mod tests {
             assert!(c.name().starts_with("MPI_"));
         }
         assert!(Class::from_code(20).is_none());
+        assert_eq!(Class::from_code(48), Some(Class::Keyval));
         assert!(Class::from_code(-1).is_none());
     }
 

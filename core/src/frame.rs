@@ -5,12 +5,29 @@
 //! same `(comm_id, seq)`: a peer that called a different collective is detected instead of
 //! exchanging wrong bytes. `auth` is reserved for a message authentication code (the security
 //! issue); `flags` and `reserved` leave room for later fields without changing the size.
+//!
+//! Point-to-point frames ([`Kind::P2p`]) use the fields differently (see [`crate::p2p`]):
+//!
+//! | field | point-to-point meaning |
+//! |---|---|
+//! | `comm_id` | the communicator, as for collectives |
+//! | `seq` | message number, per (sender, destination) pair: names the message its fragments belong to |
+//! | `tag` | the user tag (0..=`MPI_TAG_UB`) |
+//! | `count` | total payload bytes of the message (all fragments) |
+//! | `offset`, `len` | this fragment's place and length; `offset == 0` marks the first fragment (a message has exactly one, even when empty) |
+//! | `root` | the sender's rank in the communicator (`MPI_SOURCE` of the receiver's status) |
+//! | `dtype` | the sender's datatype handle (informational) |
+//! | `reserved[0..8]` | the message's size in MPI's sense (type size × count, little-endian u64): what a status reports; differs from `count` only for types with padding (`MPI_DOUBLE_INT`, ...) |
+//! | `op`, `flags` | 0 |
+//!
+//! Collective matching ignores `P2p` frames and point-to-point matching takes only `P2p` frames,
+//! so the two share every channel without ever consuming each other's frames.
 
 /// "HC" little-endian.
 pub const MAGIC: u16 = 0x4348;
 pub const VERSION: u8 = 1;
 
-/// Which collective (or point-to-point, later) a frame belongs to.
+/// Which collective (or point-to-point) a frame belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
 pub enum Kind {
@@ -23,6 +40,18 @@ pub enum Kind {
     ReduceScatterBlock = 7,
     /// Internal collectives (communicator creation) that use the same engine.
     Internal = 8,
+    /// A point-to-point message (`MPI_Send` and friends).
+    P2p = 9,
+    // The rest of the collective family (coll2).
+    Gather = 16,
+    Gatherv = 17,
+    Scatter = 18,
+    Scatterv = 19,
+    Allgatherv = 20,
+    Alltoall = 21,
+    Alltoallv = 22,
+    Scan = 23,
+    Exscan = 24,
 }
 
 impl Kind {
@@ -36,6 +65,16 @@ impl Kind {
             Kind::ReduceScatter => "MPI_Reduce_scatter",
             Kind::ReduceScatterBlock => "MPI_Reduce_scatter_block",
             Kind::Internal => "communicator management",
+            Kind::P2p => "point-to-point",
+            Kind::Gather => "MPI_Gather",
+            Kind::Gatherv => "MPI_Gatherv",
+            Kind::Scatter => "MPI_Scatter",
+            Kind::Scatterv => "MPI_Scatterv",
+            Kind::Allgatherv => "MPI_Allgatherv",
+            Kind::Alltoall => "MPI_Alltoall",
+            Kind::Alltoallv => "MPI_Alltoallv",
+            Kind::Scan => "MPI_Scan",
+            Kind::Exscan => "MPI_Exscan",
         }
     }
 
@@ -49,6 +88,16 @@ impl Kind {
             6 => Kind::ReduceScatter,
             7 => Kind::ReduceScatterBlock,
             8 => Kind::Internal,
+            9 => Kind::P2p,
+            16 => Kind::Gather,
+            17 => Kind::Gatherv,
+            18 => Kind::Scatter,
+            19 => Kind::Scatterv,
+            20 => Kind::Allgatherv,
+            21 => Kind::Alltoall,
+            22 => Kind::Alltoallv,
+            23 => Kind::Scan,
+            24 => Kind::Exscan,
             _ => return None,
         })
     }
@@ -134,6 +183,45 @@ impl FrameHeader {
         }
     }
 
+    /// The first fragment header of a point-to-point message (see the module docs for the
+    /// meaning of the fields); the sender sets `offset` per fragment.
+    #[allow(clippy::too_many_arguments)]
+    pub fn p2p(
+        comm_id: u64,
+        seq: u64,
+        tag: u32,
+        src: u32,
+        src_comm_rank: i32,
+        dtype: u32,
+        total: u64,
+        mpi_bytes: u64,
+    ) -> Self {
+        let mut h = FrameHeader {
+            magic: MAGIC,
+            version: VERSION,
+            kind: Kind::P2p as u8,
+            comm_id,
+            seq,
+            count: total,
+            tag,
+            root: src_comm_rank,
+            dtype,
+            src,
+            ..Default::default()
+        };
+        h.reserved[..8].copy_from_slice(&mpi_bytes.to_le_bytes());
+        h
+    }
+
+    pub fn is_p2p(&self) -> bool {
+        self.kind == Kind::P2p as u8
+    }
+
+    /// A point-to-point message's size in MPI's sense (what a status reports).
+    pub fn p2p_mpi_bytes(&self) -> u64 {
+        u64::from_le_bytes(self.reserved[..8].try_into().expect("8 bytes"))
+    }
+
     /// The signature this frame was sent under; `None` if the header is not a valid frame.
     pub fn signature(&self) -> Option<Signature> {
         if self.magic != MAGIC || self.version != VERSION {
@@ -169,5 +257,31 @@ mod tests {
         bad.magic = 0;
         assert_eq!(bad.signature(), None);
         assert!(sig.to_string().starts_with("MPI_Allreduce(count=12"));
+    }
+
+    #[test]
+    fn p2p_header_fields() {
+        let h = FrameHeader::p2p(7, 41, 0x7fff_ffff, 3, 2, 0x4c000405, 4096, 3072);
+        assert!(h.is_p2p());
+        assert_eq!(Kind::from_u8(h.kind), Some(Kind::P2p));
+        assert_eq!(
+            (h.comm_id, h.seq, h.tag, h.src, h.root),
+            (7, 41, 0x7fff_ffff, 3, 2)
+        );
+        assert_eq!((h.count, h.offset, h.p2p_mpi_bytes()), (4096, 0, 3072));
+        let coll = FrameHeader::new(
+            &Signature {
+                kind: Kind::Barrier,
+                count: 0,
+                dtype: 0,
+                op: 0,
+                root: -1,
+            },
+            7,
+            41,
+            0,
+            3,
+        );
+        assert!(!coll.is_p2p());
     }
 }

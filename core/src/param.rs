@@ -52,6 +52,21 @@ pub const ALL: &[Param] = &[
         help: "Microseconds a waiting rank polls before it sleeps on a futex; auto: 20, and 0 when ranks outnumber cores.",
     },
     Param {
+        name: "HCOMM_TRANSPORT",
+        default: "auto",
+        help: "Transport between ranks: auto (shared memory on one host, TCP between hosts), tcp (TCP for every peer), shm (shared memory only; a peer on another host is an error).",
+    },
+    Param {
+        name: "HCOMM_SOCKET_IFNAME",
+        default: "auto",
+        help: "Network interface for TCP (NCCL grammar): `eth0` (prefix), `=eth0` (exact), `^docker,lo` (exclude); auto: the first interface that is up and not loopback, else loopback.",
+    },
+    Param {
+        name: "HCOMM_SOCKETS_PER_PEER",
+        default: "1",
+        help: "TCP connections per pair of ranks (1..8); frames are spread over them round-robin and put back in order by the receiver.",
+    },
+    Param {
         name: "HCOMM_BOOTSTRAP_TIMEOUT",
         default: "60",
         help: "Seconds ranks wait for each other at the rendezvous before failing with the list of missing ranks.",
@@ -117,6 +132,21 @@ bytes_param!(shm_slots, "HCOMM_SHM_SLOTS", Some(8));
 bytes_param!(shm_slot_bytes, "HCOMM_SHM_SLOT_BYTES", Some(128 << 10));
 bytes_param!(spin, "HCOMM_SPIN", None);
 bytes_param!(bootstrap_timeout_secs, "HCOMM_BOOTSTRAP_TIMEOUT", Some(60));
+bytes_param!(sockets_per_peer, "HCOMM_SOCKETS_PER_PEER", Some(1));
+
+/// `HCOMM_TRANSPORT`, logged when set.
+pub fn transport() -> Option<String> {
+    static V: OnceLock<Option<String>> = OnceLock::new();
+    V.get_or_init(|| logged("HCOMM_TRANSPORT", raw("HCOMM_TRANSPORT")))
+        .clone()
+}
+
+/// `HCOMM_SOCKET_IFNAME`, logged when set.
+pub fn socket_ifname() -> Option<String> {
+    static V: OnceLock<Option<String>> = OnceLock::new();
+    V.get_or_init(|| logged("HCOMM_SOCKET_IFNAME", raw("HCOMM_SOCKET_IFNAME")))
+        .clone()
+}
 
 /// `HCOMM_ALGO`, logged when set.
 pub fn algo() -> Option<String> {

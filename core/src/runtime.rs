@@ -107,6 +107,8 @@ fn build(required: i32) -> Result<Runtime> {
         }
         Some(l) => {
             crate::log::set_rank(l.rank);
+            // A bad setting fails here, not after the rendezvous has waited for everyone.
+            crate::transport::tcp::Mode::from_env()?;
             let timeout =
                 Duration::from_secs(crate::param::bootstrap_timeout_secs().unwrap_or(60) as u64);
             let mut b = Bootstrap::connect(&l, timeout).map_err(|e| e.context("bootstrap"))?;
@@ -130,9 +132,38 @@ fn build(required: i32) -> Result<Runtime> {
     })
 }
 
-/// Exchanges addresses and connects to every peer. Peers on this host (same host identity)
-/// get shared memory; there is no transport to other hosts yet.
+/// One rank's entry of the address exchange: lines `host identity`, `pid`, `job id`,
+/// `HCOMM_TRANSPORT`, `HCOMM_SOCKETS_PER_PEER`, `TCP listening address` (empty when none).
+struct PeerInfo {
+    host: String,
+    job: String,
+    mode: String,
+    sockets: usize,
+    tcp_addr: String,
+}
+
+fn parse_peer_info(raw: &[u8]) -> PeerInfo {
+    let s = String::from_utf8_lossy(raw);
+    let mut it = s.splitn(6, '\n').map(str::to_string);
+    let mut next = || it.next().unwrap_or_default();
+    let host = next();
+    let _pid = next();
+    PeerInfo {
+        host,
+        job: next(),
+        mode: next(),
+        sockets: next().parse().unwrap_or(1),
+        tcp_addr: next(),
+    }
+}
+
+/// Exchanges addresses and connects to every peer. Peers with this host's identity get shared
+/// memory, the others TCP (`HCOMM_TRANSPORT=tcp`: every peer TCP; `=shm`: a peer on another
+/// host is an error). Locality comes from host identity alone, never from a local size.
 fn connect_world(l: &Launch, b: &mut Bootstrap, host: &str) -> Result<Endpoint> {
+    use crate::transport::tcp::{self, Mode};
+    let mode = Mode::from_env()?;
+    let sockets = tcp::sockets_per_peer();
     let job = l.job_id.clone().unwrap_or_else(|| {
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -140,64 +171,144 @@ fn connect_world(l: &Launch, b: &mut Bootstrap, host: &str) -> Result<Endpoint> 
             .unwrap_or(0);
         format!("{:x}{:08x}", std::process::id(), nanos)
     });
-    let blob = format!("{host}\n{}\n{job}", std::process::id());
+    // Every rank that may use TCP listens before the exchange, so its address can be
+    // published in it. A failure matters only if some peer needs TCP with us.
+    let mut listener = None;
+    let mut listen_err = None;
+    if mode != Mode::Shm {
+        match crate::bootstrap::net::listen_address()
+            .and_then(|(ip, ifname)| tcp::listen(ip).map(|(lst, a)| (lst, a, ifname)))
+        {
+            Ok(x) => listener = Some(x),
+            Err(e) => listen_err = Some(e),
+        }
+    }
+    let tcp_addr = listener
+        .as_ref()
+        .map(|(_, a, _)| a.to_string())
+        .unwrap_or_default();
+    let blob = format!(
+        "{host}\n{}\n{job}\n{}\n{sockets}\n{tcp_addr}",
+        std::process::id(),
+        mode.as_str()
+    );
     let all = b
         .allgather(blob.as_bytes())
         .map_err(|e| e.context("address exchange"))?;
-    let peers: Vec<(String, String)> = all
-        .iter()
-        .map(|raw| {
-            let s = String::from_utf8_lossy(raw);
-            let mut it = s.splitn(3, '\n');
-            let h = it.next().unwrap_or("").to_string();
-            let _pid = it.next();
-            (h, it.next().unwrap_or("").to_string())
-        })
-        .collect();
+    let peers: Vec<PeerInfo> = all.iter().map(|raw| parse_peer_info(raw)).collect();
     // Rank 0's job id names the segments, so ranks started without a launcher agree too.
-    let job = peers[0].1.clone();
-    for (r, (h, _)) in peers.iter().enumerate() {
-        if h != host {
+    let job = peers[0].job.clone();
+    if let Some((r, p)) = peers
+        .iter()
+        .enumerate()
+        .find(|(_, p)| p.mode != mode.as_str())
+    {
+        return Err(Error::new(
+            Class::Arg,
+            format!(
+                "HCOMM_TRANSPORT differs between ranks: rank {r} has {}, this rank has {}",
+                p.mode,
+                mode.as_str()
+            ),
+        ));
+    }
+    let me = l.rank;
+    if mode == Mode::Shm {
+        if let Some((r, p)) = peers.iter().enumerate().find(|(_, p)| p.host != host) {
             return Err(Error::new(
                 Class::Other,
                 format!(
-                    "rank {r} runs on another host ({h}); this build of hcomm connects only ranks on one host (the TCP transport is not implemented yet)"
+                    "HCOMM_TRANSPORT=shm, but rank {r} runs on another host ({}; this host is {host}): unset HCOMM_TRANSPORT or set it to tcp",
+                    p.host
                 ),
             ));
         }
     }
+    let use_shm: Vec<bool> = (0..l.size)
+        .map(|r| r != me && mode != Mode::Tcp && peers[r].host == host)
+        .collect();
+
+    // Shared memory, for the peers on this host. The two barriers are collective: every rank
+    // takes part, with or without a segment of its own.
     let geo = Geometry::from_params(l.size);
-    let my_name = contract::shm_segment_name(&job, l.rank);
-    let mine = Arc::new(Segment::create(&my_name, geo)?);
+    let my_name = contract::shm_segment_name(&job, me);
+    let mine = if use_shm.contains(&true) {
+        Some(Arc::new(Segment::create(&my_name, geo)?))
+    } else {
+        None
+    };
     let res = (|| {
         b.barrier()?;
-        let mut links: Vec<Option<Box<dyn Link>>> = Vec::with_capacity(l.size);
-        for r in 0..l.size {
-            if r == l.rank {
-                links.push(None);
-                continue;
+        let mut links: Vec<Option<Box<dyn Link>>> = (0..l.size).map(|_| None).collect();
+        if let Some(mine) = &mine {
+            for r in (0..l.size).filter(|&r| use_shm[r]) {
+                let theirs = Arc::new(Segment::open(&contract::shm_segment_name(&job, r), geo)?);
+                links[r] = Some(Box::new(ShmLink::new(mine.clone(), theirs, me, r)));
+                crate::info!(
+                    "peer {r}: transport shm (slots {} x {} bytes)",
+                    geo.slots,
+                    geo.slot_bytes
+                );
             }
-            let theirs = Arc::new(Segment::open(&contract::shm_segment_name(&job, r), geo)?);
-            links.push(Some(Box::new(ShmLink::new(
-                mine.clone(),
-                theirs,
-                l.rank,
-                r,
-            ))));
-            crate::info!(
-                "peer {r}: transport shm (slots {} x {} bytes)",
-                geo.slots,
-                geo.slot_bytes
-            );
         }
         b.barrier()?;
         Ok::<_, Error>(links)
     })();
-    // Everyone has mapped our segment (or the setup failed): the name can go.
-    Segment::unlink(&my_name);
-    let links = res.map_err(|e| e.context("shared-memory setup"))?;
-    let spin = crate::wait::spin_limit(l.size);
-    Ok(Endpoint::new(l.rank, links, mine, spin))
+    if mine.is_some() {
+        // Everyone has mapped our segment (or the setup failed): the name can go.
+        Segment::unlink(&my_name);
+    }
+    let mut links = res.map_err(|e| e.context("shared-memory setup"))?;
+    let bell = match &mine {
+        Some(seg) => crate::endpoint::BellHome::Shm(seg.clone()),
+        None => crate::endpoint::BellHome::local(),
+    };
+
+    // TCP, for everyone else.
+    let mut tcp_peers = Vec::new();
+    for r in (0..l.size).filter(|&r| r != me && !use_shm[r]) {
+        let addr = peers[r].tcp_addr.parse().map_err(|_| {
+            Error::other(format!(
+                "rank {r} published no TCP address ({:?}) but needs TCP with rank {me}",
+                peers[r].tcp_addr
+            ))
+        })?;
+        tcp_peers.push(tcp::Peer {
+            rank: r,
+            addr,
+            sockets: sockets
+                .min(peers[r].sockets)
+                .clamp(1, tcp::MAX_SOCKETS_PER_PEER),
+        });
+    }
+    if !tcp_peers.is_empty() {
+        let Some((lst, my_addr, ifname)) = listener else {
+            return Err(listen_err
+                .unwrap_or_else(|| Error::intern("no TCP listener"))
+                .context("TCP transport"));
+        };
+        let timeout = crate::param::bootstrap_timeout_secs().unwrap_or(60) as u64;
+        let deadline = std::time::Instant::now() + Duration::from_secs(timeout);
+        let conns = tcp::connect_mesh(me, &job, &lst, &tcp_peers, deadline)
+            .map_err(|e| e.context("TCP setup"))?;
+        drop(lst); // every peer is connected: later connections are strangers
+        let home = bell.clone();
+        let ring: tcp::Ring = Arc::new(move || home.doorbell().ring());
+        // The same fragment size as shared memory: every rank must chunk alike.
+        for (r, link) in tcp::start(conns, ring, geo.slot_bytes)? {
+            crate::info!(
+                "peer {r}: transport tcp ({my_addr} on {ifname} -> {}, {} socket(s))",
+                link.peer_addr(),
+                link.sockets()
+            );
+            links[r] = Some(Box::new(link));
+        }
+    }
+    // Ranks on this host compete for its cores; with TCP each also has a receiver thread.
+    let local = peers.iter().filter(|p| p.host == host).count();
+    let threads = if tcp_peers.is_empty() { 1 } else { 2 };
+    let spin = crate::wait::spin_limit(local * threads);
+    Ok(Endpoint::new(me, links, bell, spin))
 }
 
 impl Runtime {

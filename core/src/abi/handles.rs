@@ -2,8 +2,21 @@
 //!
 //! MPICH handles are `int`s: bits 31:30 say builtin (01) or user object (10), bits 29:26 the
 //! object type. Builtin datatypes encode their size in bits 15:8 (`0x4c00SSII`).
+//!
+//! User-defined datatypes and ops live in process-wide tables keyed by an index that the
+//! handle carries: `0xcc000000 | index` for datatypes and `0x98000000 | index` for ops (MPICH's
+//! "indirect datatype" and "direct op" kinds, so they never equal a predefined handle, pair
+//! types `0x8c00000X` included). Indexes are never reused: a freed handle stays invalid.
 
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+use crate::coll::UserFn;
 use crate::datatype::{Datatype, ElemType, ReduceOp};
+use crate::typemap::{Atom, Layout};
 
 pub const COMM_WORLD: i32 = 0x4400_0000;
 pub const COMM_SELF: i32 = 0x4400_0001;
@@ -19,6 +32,30 @@ pub const ERRHANDLER_NULL: i32 = 0x1400_0000;
 pub const ERRORS_ARE_FATAL: i32 = 0x5400_0000;
 pub const ERRORS_RETURN: i32 = 0x5400_0001;
 pub const ERRORS_ABORT: i32 = 0x5400_0003;
+
+// Groups, user error handlers, predefined attribute keys (the groups area).
+pub const GROUP_NULL: i32 = 0x0800_0000;
+pub const GROUP_EMPTY: i32 = 0x4800_0000;
+/// Index bits of a user object handle (`base | index`), for every kind below.
+pub const USER_OBJECT_MASK: i32 = 0x03ff_ffff;
+/// User groups: MPICH's "direct" kind for groups, `0x88000000 | index`.
+pub const USER_GROUP_BASE: i32 = 0x8800_0000_u32 as i32;
+/// User error handlers: MPICH's "direct" kind for error handlers, `0x94000000 | index`.
+pub const USER_ERRHANDLER_BASE: i32 = 0x9400_0000_u32 as i32;
+pub const PROC_NULL: i32 = -1;
+pub const ANY_SOURCE: i32 = -2;
+pub const COMM_TYPE_SHARED: i32 = 1;
+pub const MAX_OBJECT_NAME: usize = 128;
+pub const KEYVAL_TAG_UB: i32 = 0x6440_0001;
+pub const KEYVAL_HOST: i32 = 0x6440_0003;
+pub const KEYVAL_IO: i32 = 0x6440_0005;
+pub const KEYVAL_WTIME_IS_GLOBAL: i32 = 0x6440_0007;
+pub const KEYVAL_UNIVERSE_SIZE: i32 = 0x6440_0009;
+pub const KEYVAL_APPNUM: i32 = 0x6440_000d;
+pub const KEYVAL_INVALID: i32 = 0x2400_0000;
+/// The largest tag `MPI_Comm_get_attr(MPI_TAG_UB)` reports (Open MPI's value; MPICH reports
+/// 2^28-1; MPI asks for at least 32767). Point-to-point accepts tags `0..=MAX_TAG`.
+pub const MAX_TAG: i32 = i32::MAX;
 
 pub const IN_PLACE: usize = usize::MAX; // (void *)-1
 pub const UNDEFINED: i32 = -32766;
@@ -134,6 +171,149 @@ pub fn op(h: i32) -> Option<(ReduceOp, &'static str)> {
     })
 }
 
+/// The C-struct alignment of a predefined type, as MPICH 4.0.2 computes it for the struct extent
+/// rule (Open MPI agrees except for `MPI_REAL16`/`MPI_COMPLEX32`, 16 there).
+fn align_of(name: &str, d: &Datatype) -> usize {
+    match d.elem {
+        ElemType::PairF32I32 | ElemType::PairI32I32 | ElemType::PairI16I32 => return 4,
+        ElemType::PairF64I32 | ElemType::PairI64I32 => return 8,
+        _ => {}
+    }
+    match name {
+        "MPI_LONG_DOUBLE_INT" => 16,
+        "MPI_REAL16" | "MPI_COMPLEX32" => 1,
+        n if n.contains("COMPLEX") || n.starts_with("MPI_2") => d.size / 2,
+        _ => d.size,
+    }
+}
+
+/// A predefined datatype as a typemap entry.
+pub fn atom(h: i32) -> Option<Atom> {
+    let &(_, name, elem, size, extent) = DATATYPES.iter().find(|d| d.0 == h)?;
+    let dt = Datatype::new(elem, size, extent);
+    Some(Atom {
+        handle: h,
+        dt,
+        align: align_of(name, &dt),
+    })
+}
+
+/// `MPI_Type_get_name` of a predefined type (MPICH's spelling).
+pub fn datatype_name(h: i32) -> Option<&'static str> {
+    let name = DATATYPES.iter().find(|d| d.0 == h)?.1;
+    Some(match name {
+        "MPI_LONG_LONG" => "MPI_LONG_LONG_INT",
+        "MPI_C_FLOAT_COMPLEX" => "MPI_C_COMPLEX",
+        n => n,
+    })
+}
+
+pub const USER_TYPE_BASE: i32 = 0xcc00_0000_u32 as i32;
+pub const USER_OP_BASE: i32 = 0x9800_0000_u32 as i32;
+const INDEX_MASK: i32 = 0x03ff_ffff;
+
+/// A user-defined datatype.
+#[derive(Debug)]
+pub struct UserType {
+    pub layout: Arc<Layout>,
+    committed: AtomicBool,
+}
+
+impl UserType {
+    pub fn committed(&self) -> bool {
+        self.committed.load(Ordering::Acquire)
+    }
+}
+
+/// A user-defined op (`MPI_Op_create`).
+#[derive(Clone, Copy, Debug)]
+pub struct UserOpDef {
+    pub f: UserFn,
+    pub commute: bool,
+}
+
+/// Objects of one kind, by index.
+struct Table<T> {
+    next: i32,
+    map: BTreeMap<i32, T>,
+}
+
+impl<T: Clone> Table<T> {
+    const fn new() -> Self {
+        Table {
+            next: 0,
+            map: BTreeMap::new(),
+        }
+    }
+    fn get(&self, h: i32, base: i32) -> Option<T> {
+        if h & !INDEX_MASK != base {
+            return None;
+        }
+        self.map.get(&(h & INDEX_MASK)).cloned()
+    }
+    fn add(&mut self, v: T, base: i32) -> Option<i32> {
+        if self.next > INDEX_MASK {
+            return None;
+        }
+        let i = self.next;
+        self.next += 1;
+        self.map.insert(i, v);
+        Some(base | i)
+    }
+    fn remove(&mut self, h: i32, base: i32) -> bool {
+        h & !INDEX_MASK == base && self.map.remove(&(h & INDEX_MASK)).is_some()
+    }
+}
+
+static TYPES: Mutex<Table<Arc<UserType>>> = Mutex::new(Table::new());
+static OPS: Mutex<Table<UserOpDef>> = Mutex::new(Table::new());
+
+/// A user-defined datatype that exists (committed or not).
+pub fn user_type(h: i32) -> Option<Arc<UserType>> {
+    TYPES.lock().get(h, USER_TYPE_BASE)
+}
+
+/// The layout of any valid datatype, predefined or user-defined (committed or not).
+pub fn layout(h: i32) -> Option<Arc<Layout>> {
+    match atom(h) {
+        Some(a) => Some(Arc::new(Layout::atom(a))),
+        None => user_type(h).map(|t| t.layout.clone()),
+    }
+}
+
+/// Registers a new (uncommitted) datatype; `None` when the handle space is exhausted.
+pub fn add_type(layout: Layout) -> Option<i32> {
+    let t = Arc::new(UserType {
+        layout: Arc::new(layout),
+        committed: AtomicBool::new(false),
+    });
+    TYPES.lock().add(t, USER_TYPE_BASE)
+}
+
+/// Marks a user type committed; false if `h` is not one.
+pub fn commit_type(h: i32) -> bool {
+    user_type(h)
+        .map(|t| t.committed.store(true, Ordering::Release))
+        .is_some()
+}
+
+/// Frees a user type; false if `h` is not one.
+pub fn free_type(h: i32) -> bool {
+    TYPES.lock().remove(h, USER_TYPE_BASE)
+}
+
+pub fn user_op(h: i32) -> Option<UserOpDef> {
+    OPS.lock().get(h, USER_OP_BASE)
+}
+
+pub fn add_op(op: UserOpDef) -> Option<i32> {
+    OPS.lock().add(op, USER_OP_BASE)
+}
+
+pub fn free_op(h: i32) -> bool {
+    OPS.lock().remove(h, USER_OP_BASE)
+}
+
 pub fn is_errhandler(h: i32) -> bool {
     matches!(h, ERRORS_ARE_FATAL | ERRORS_RETURN | ERRORS_ABORT)
 }
@@ -164,6 +344,26 @@ mod tests {
         handles.sort();
         handles.dedup();
         assert_eq!(handles.len(), DATATYPES.len());
+    }
+
+    #[test]
+    fn user_handles_are_distinct_and_not_reused() {
+        let l = Layout::atom(atom(0x4c000405).unwrap());
+        let a = add_type(l.clone()).unwrap();
+        let b = add_type(l).unwrap();
+        assert_ne!(a, b);
+        for h in [a, b] {
+            assert_eq!(h as u32 & 0xfc00_0000, 0xcc00_0000);
+            assert!(datatype(h).is_none());
+        }
+        assert!(!user_type(a).unwrap().committed());
+        assert!(commit_type(a) && user_type(a).unwrap().committed());
+        assert!(free_type(a) && !free_type(a) && user_type(a).is_none());
+        assert!(!free_type(0x4c000405) && !commit_type(0x8c000000_u32 as i32));
+        assert_eq!(atom(0x8c000001_u32 as i32).unwrap().align, 8);
+        assert_eq!(atom(0x4c00100c).unwrap().align, 16);
+        assert_eq!(atom(0x4c000840).unwrap().align, 4);
+        assert_eq!(datatype_name(0x4c000809), Some("MPI_LONG_LONG_INT"));
     }
 
     #[test]

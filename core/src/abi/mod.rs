@@ -6,6 +6,7 @@
 
 pub mod api;
 pub mod handles;
+pub mod objects;
 
 use std::ffi::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -35,30 +36,48 @@ pub fn guard(name: &'static str, comm: Option<i32>, body: impl FnOnce() -> Resul
     }
 }
 
-/// Applies the error handler: returns the class under `MPI_ERRORS_RETURN`; prints and ends
-/// the job under `MPI_ERRORS_ARE_FATAL` / `MPI_ERRORS_ABORT`.
+/// Applies the error handler to a failed call: see [`raise`].
 fn report(name: &str, comm: Option<i32>, e: Error) -> c_int {
-    let class = e.class as c_int;
-    let (handler, rank) = match runtime::get() {
+    raise(name, comm, e.class as c_int, &e.to_string())
+}
+
+/// Calls the error handler of communicator `comm` (the world's when `comm` is `None` or
+/// invalid) for error `code`: under `MPI_ERRORS_RETURN` returns `code`; a user handler
+/// (`MPI_Comm_create_errhandler`) is called with the communicator handle and the code, and
+/// then `code` is returned (MPI semantics: the call fails after the handler returns);
+/// `MPI_ERRORS_ARE_FATAL` / `MPI_ERRORS_ABORT` print `text` and end the job.
+pub(crate) fn raise(name: &str, comm: Option<i32>, code: c_int, text: &str) -> c_int {
+    let (handler, handle, rank) = match runtime::get() {
         Ok(rt) => {
-            let c = comm
-                .and_then(|h| rt.comm(h).ok())
-                .unwrap_or_else(|| rt.world.clone());
+            let (c, handle) = match comm.and_then(|h| rt.comm(h).ok().map(|c| (c, h))) {
+                Some(x) => x,
+                None => (rt.world.clone(), handles::COMM_WORLD),
+            };
             (
                 c.errhandler.load(Ordering::Relaxed),
+                handle,
                 rt.world.rank.to_string(),
             )
         }
         // Before init / after finalize there is no handler to consult: MPI says fatal.
-        Err(_) => (handles::ERRORS_ARE_FATAL, "?".into()),
+        Err(_) => (handles::ERRORS_ARE_FATAL, handles::COMM_WORLD, "?".into()),
     };
     if handler == handles::ERRORS_RETURN {
-        crate::info!("{name} returns {}: {}", e.class.name(), e.msg);
-        return class;
+        crate::info!("{name} returns {code}: {text}");
+        return code;
+    }
+    if let Some(f) = objects::errhandler_fn(handler) {
+        crate::info!("{name} calls user error handler 0x{handler:x} with {code}: {text}");
+        let (mut h, mut c) = (handle, code);
+        // SAFETY: `f` came from MPI_Comm_create_errhandler, typed as MPI's
+        // `void (MPI_Comm *, int *, ...)`; both pointers are valid for the call. No lock is
+        // held here, so the handler may call MPI itself.
+        unsafe { f(&mut h, &mut c) };
+        return code;
     }
     let host = crate::log::hostname();
     let line = format!(
-        "hcomm: fatal error in {name} on rank {rank} ({host}:{}): {e}\nhcomm: ending the job (the error handler is MPI_ERRORS_ARE_FATAL; set MPI_ERRORS_RETURN to handle errors)\n",
+        "hcomm: fatal error in {name} on rank {rank} ({host}:{}): {text}\nhcomm: ending the job (the error handler is MPI_ERRORS_ARE_FATAL; set MPI_ERRORS_RETURN to handle errors)\n",
         std::process::id()
     );
     use std::io::Write;

@@ -10,7 +10,8 @@ pub const ENV_SIZE: &str = "HCOMM_SIZE";
 pub const ENV_LOCAL_RANK: &str = "HCOMM_LOCAL_RANK";
 /// Number of ranks started on this host by the same launcher.
 pub const ENV_LOCAL_SIZE: &str = "HCOMM_LOCAL_SIZE";
-/// Rendezvous address, `tcp://host:port`: rank 0 listens there, the others connect.
+/// Rendezvous address: `tcp://host:port` (rank 0 listens there, the others connect) or
+/// `file:///shared/dir` (rank 0 publishes its address in a file there; see `bootstrap::file`).
 pub const ENV_URI: &str = "HCOMM_URI";
 /// Job identifier (hex): names shared-memory segments (`/dev/shm/hcomm-<job>-<rank>`)
 /// so that a launcher can remove whatever a killed job left behind.

@@ -1,13 +1,20 @@
 //! Bootstrap: who are my peers and how do I reach them.
 //!
-//! Sources: the environment contract of a launcher ([`contract`]) and the rendezvous URI
-//! `tcp://host:port`: rank 0 listens (on an inherited socket when the launcher made one), every
-//! other rank connects, with retries until the bootstrap timeout. The result is a star of TCP
-//! connections through rank 0 that offers `allgather` of small blobs and `barrier` — enough to
-//! exchange endpoint addresses and to order shared-memory setup. Preload mode will get the same
-//! interface from the host MPI; `file://` rendezvous comes with the TCP transport.
+//! Sources: the environment contract of a launcher ([`contract`]) and the rendezvous URI:
+//! - `tcp://host:port`: rank 0 listens there (on an inherited socket when the launcher made
+//!   one), every other rank connects, with retries until the bootstrap timeout;
+//! - `file:///shared/dir`: rank 0 listens on an ephemeral port and publishes its address in a
+//!   file of that directory ([`file`]); the others read it and connect as with `tcp://`.
+//!
+//! The result is a star of TCP connections through rank 0 that offers `allgather` of small
+//! blobs and `barrier` — enough to exchange endpoint addresses (host identity, the TCP
+//! transport's listening address) and to order shared-memory setup. Preload mode will get the
+//! same interface from the host MPI. [`net`] chooses the network interface
+//! (`HCOMM_SOCKET_IFNAME`) for `file://` and for the TCP transport.
 
 pub mod contract;
+pub mod file;
+pub mod net;
 mod tcp;
 
 pub use tcp::Bootstrap;
@@ -72,7 +79,7 @@ impl Launch {
             return Err(Error::new(
                 Class::Arg,
                 format!(
-                    "{} is not set: ranks need a rendezvous address (tcp://host:port)",
+                    "{} is not set: ranks need a rendezvous address (tcp://host:port or file:///shared/dir)",
                     contract::ENV_URI
                 ),
             ));
@@ -94,22 +101,40 @@ impl Launch {
     }
 }
 
+/// A parsed `HCOMM_URI`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Rendezvous {
+    /// `tcp://host:port`: rank 0 listens at host:port.
+    Tcp { host: String, port: u16 },
+    /// `file:///dir`: rank 0 publishes its address in `dir`.
+    File { dir: std::path::PathBuf },
+}
+
+fn bad_uri(uri: &str) -> Error {
+    Error::new(
+        Class::Arg,
+        format!(
+            "HCOMM_URI={uri:?} is not a rendezvous address: expected tcp://host:port or file:///shared/dir"
+        ),
+    )
+}
+
+/// `tcp://host:port` or `file:///absolute/dir`.
+pub fn parse_uri(uri: &str) -> Result<Rendezvous> {
+    if let Some(path) = uri.strip_prefix("file://") {
+        // file://host/dir is not supported: the directory must be a local (shared) path.
+        if !path.starts_with('/') || path.trim_matches('/').is_empty() {
+            return Err(bad_uri(uri));
+        }
+        return Ok(Rendezvous::File { dir: path.into() });
+    }
+    let (host, port) = parse_tcp_uri(uri)?;
+    Ok(Rendezvous::Tcp { host, port })
+}
+
 /// `tcp://host:port` → (host, port).
 pub fn parse_tcp_uri(uri: &str) -> Result<(String, u16)> {
-    let bad = || {
-        Error::new(
-            Class::Arg,
-            format!("HCOMM_URI={uri:?} is not a rendezvous address: expected tcp://host:port"),
-        )
-    };
-    if uri.starts_with("file://") {
-        return Err(Error::new(
-            Class::Arg,
-            format!(
-                "HCOMM_URI={uri:?}: file:// rendezvous is not supported yet; use tcp://host:port"
-            ),
-        ));
-    }
+    let bad = || bad_uri(uri);
     let rest = uri.strip_prefix("tcp://").ok_or_else(bad)?;
     let (host, port) = rest.rsplit_once(':').ok_or_else(bad)?;
     let host = host.trim_start_matches('[').trim_end_matches(']');
@@ -138,6 +163,25 @@ mod tests {
             ("127.0.0.1".into(), 4000)
         );
         assert_eq!(parse_tcp_uri("tcp://[::1]:5").unwrap(), ("::1".into(), 5));
+        assert_eq!(
+            parse_uri("tcp://node1:29500").unwrap(),
+            Rendezvous::Tcp {
+                host: "node1".into(),
+                port: 29500
+            }
+        );
+        assert_eq!(
+            parse_uri("file:///shared/rv").unwrap(),
+            Rendezvous::File {
+                dir: "/shared/rv".into()
+            }
+        );
+        assert_eq!(
+            parse_uri("file:///tmp/x/").unwrap(),
+            Rendezvous::File {
+                dir: "/tmp/x/".into()
+            }
+        );
         for bad in [
             "",
             "tcp://",
@@ -145,18 +189,19 @@ mod tests {
             "tcp://:1",
             "udp://h:1",
             "tcp://h:99999",
+            "file://",
+            "file:///",
+            "file://host/dir",
+            "file:relative",
         ] {
-            let e = parse_tcp_uri(bad).unwrap_err();
+            let e = parse_uri(bad).unwrap_err();
             assert_eq!(e.class, Class::Arg, "{bad}");
             assert!(
-                e.msg.contains("expected tcp://host:port"),
+                e.msg
+                    .contains("expected tcp://host:port or file:///shared/dir"),
                 "{bad}: {}",
                 e.msg
             );
         }
-        assert!(parse_tcp_uri("file:///tmp/x")
-            .unwrap_err()
-            .msg
-            .contains("file://"));
     }
 }

@@ -1,15 +1,19 @@
 //! The TCP star behind [`Bootstrap`]: rank 0 accepts one connection per other rank.
 //!
 //! Wire format: every message is a little-endian u32 length and that many bytes. A connecting
-//! rank first sends `MAGIC, job-id length+bytes (may be empty), rank`. All reads and connects
-//! are bounded by the bootstrap timeout, and a timeout names the missing ranks and the address.
+//! rank first sends `MAGIC, job-id length+bytes (may be empty), rank`; rank 0 answers `MAGIC`
+//! when it accepts the rank, and closes the connection when it does not (another job, a
+//! duplicate rank), so a rank that reached a stranger or a stale address keeps retrying instead
+//! of waiting on the wrong process. All reads and connects are bounded by the bootstrap
+//! timeout, and a timeout names the missing ranks and the address.
 
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream, ToSocketAddrs};
+use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
 use std::os::fd::FromRawFd;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use super::{parse_tcp_uri, Launch};
+use super::{file, net, parse_uri, Launch, Rendezvous};
 use crate::error::{Error, Result};
 
 const MAGIC: u32 = 0x6863_6d62; // "hcmb"
@@ -45,6 +49,56 @@ fn recv_msg(s: &mut TcpStream) -> std::io::Result<Vec<u8>> {
     Ok(v)
 }
 
+/// Removes rank 0's published address file when rank 0 is done with the rendezvous
+/// (everyone joined, or it failed): a later job must not find a stale address.
+struct Published(Option<PathBuf>);
+
+impl Drop for Published {
+    fn drop(&mut self) {
+        if let Some(p) = &self.0 {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+/// Rank 0's listening socket: inherited from the launcher, bound to the `tcp://` address, or
+/// bound to an ephemeral port and published for `file://`.
+fn rank0_listener(l: &Launch) -> Result<(TcpListener, Published)> {
+    if let Some(fd) = l.listen_fd {
+        // SAFETY: the launcher passed us this descriptor of a listening socket for our
+        // exclusive use (contract: HCOMM_BOOTSTRAP_FD); we take ownership of it.
+        return Ok((unsafe { TcpListener::from_raw_fd(fd) }, Published(None)));
+    }
+    match parse_uri(&l.uri)? {
+        Rendezvous::Tcp { host, port } => {
+            let listener = TcpListener::bind((host.as_str(), port)).map_err(|e| {
+                Error::other(format!(
+                    "rank 0 cannot listen on {} ({e}); choose another port in HCOMM_URI",
+                    l.uri
+                ))
+            })?;
+            Ok((listener, Published(None)))
+        }
+        Rendezvous::File { dir } => {
+            let (ip, ifname) = net::listen_address()?;
+            let listener = TcpListener::bind((ip, 0)).map_err(|e| {
+                Error::other(format!(
+                    "rank 0 cannot listen on {ip} ({ifname}) for {}: {e}",
+                    l.uri
+                ))
+            })?;
+            let addr = listener.local_addr()?;
+            let path = file::address_file(&dir, l.job_id.as_deref(), &l.uri, 0);
+            file::publish(&path, &addr.to_string())?;
+            crate::info!(
+                "bootstrap: rank 0 listens on {addr} ({ifname}), published in {}",
+                path.display()
+            );
+            Ok((listener, Published(Some(path))))
+        }
+    }
+}
+
 impl Bootstrap {
     pub fn connect(l: &Launch, timeout: Duration) -> Result<Bootstrap> {
         let deadline = Instant::now() + timeout;
@@ -59,20 +113,7 @@ impl Bootstrap {
             });
         }
         if l.rank == 0 {
-            let listener = match l.listen_fd {
-                // SAFETY: the launcher passed us this descriptor of a listening socket for our
-                // exclusive use (contract: HCOMM_BOOTSTRAP_FD); we take ownership of it.
-                Some(fd) => unsafe { TcpListener::from_raw_fd(fd) },
-                None => {
-                    let (host, port) = parse_tcp_uri(&l.uri)?;
-                    TcpListener::bind((host.as_str(), port)).map_err(|e| {
-                        Error::other(format!(
-                            "rank 0 cannot listen on {} ({e}); choose another port in HCOMM_URI",
-                            l.uri
-                        ))
-                    })?
-                }
-            };
+            let (listener, _published) = rank0_listener(l)?;
             listener.set_nonblocking(true)?;
             let mut missing = l.size - 1;
             while missing > 0 {
@@ -80,12 +121,15 @@ impl Bootstrap {
                     Ok((mut s, _)) => {
                         s.set_nonblocking(false)?;
                         s.set_nodelay(true)?;
-                        s.set_read_timeout(Some(Duration::from_secs(10)))?;
-                        let hello = recv_msg(&mut s)
-                            .map_err(|e| Error::other(format!("bootstrap hello: {e}")))?;
-                        let (magic, peer_job, rank) = parse_hello(&hello).ok_or_else(|| {
-                            Error::other("bootstrap: malformed hello from a connecting process")
-                        })?;
+                        s.set_read_timeout(Some(Duration::from_secs(5)))?;
+                        let Ok(hello) = recv_msg(&mut s) else {
+                            crate::warn!("bootstrap: a process connected to {} but sent no hello; ignoring it", l.uri);
+                            continue;
+                        };
+                        let Some((magic, peer_job, rank)) = parse_hello(&hello) else {
+                            crate::warn!("bootstrap: ignoring a malformed hello on {}", l.uri);
+                            continue;
+                        };
                         if magic != MAGIC
                             || peer_job != job
                             || rank == 0
@@ -97,6 +141,9 @@ impl Bootstrap {
                                 l.uri
                             );
                             continue;
+                        }
+                        if send_msg(&mut s, &MAGIC.to_le_bytes()).is_err() {
+                            continue; // it left; it retries (or the timeout names it)
                         }
                         s.set_read_timeout(None)?;
                         conns[rank] = Some(s);
@@ -123,36 +170,7 @@ impl Bootstrap {
                 }
             }
         } else {
-            let (host, port) = parse_tcp_uri(&l.uri)?;
-            let mut s = loop {
-                let addrs: Vec<_> = (host.as_str(), port)
-                    .to_socket_addrs()
-                    .map_err(|e| Error::other(format!("cannot resolve {}: {e}", l.uri)))?
-                    .collect();
-                let attempt = addrs
-                    .iter()
-                    .find_map(|a| TcpStream::connect_timeout(a, Duration::from_secs(1)).ok());
-                if let Some(s) = attempt {
-                    break s;
-                }
-                if Instant::now() > deadline {
-                    return Err(Error::other(format!(
-                        "bootstrap timed out after {}s: rank {} could not reach rank 0 at {} (HCOMM_BOOTSTRAP_TIMEOUT)",
-                        timeout.as_secs(),
-                        l.rank,
-                        l.uri
-                    )));
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            };
-            s.set_nodelay(true)?;
-            let mut hello = Vec::new();
-            hello.extend_from_slice(&MAGIC.to_le_bytes());
-            hello.extend_from_slice(&(job.len() as u32).to_le_bytes());
-            hello.extend_from_slice(job.as_bytes());
-            hello.extend_from_slice(&(l.rank as u32).to_le_bytes());
-            send_msg(&mut s, &hello)?;
-            conns[0] = Some(s);
+            conns[0] = Some(join_rank0(l, &job, deadline, timeout)?);
         }
         Ok(Bootstrap {
             rank: l.rank,
@@ -210,6 +228,81 @@ impl Bootstrap {
     }
 }
 
+/// Where rank 0 listens, as far as we can tell now: `Err` is a reason to keep waiting.
+fn rank0_addresses(l: &Launch, rv: &Rendezvous) -> Result<Vec<SocketAddr>, String> {
+    match rv {
+        Rendezvous::Tcp { host, port } => (host.as_str(), *port)
+            .to_socket_addrs()
+            .map(|a| a.collect())
+            .map_err(|e| format!("cannot resolve {host}: {e}")),
+        Rendezvous::File { dir } => {
+            let path = file::address_file(dir, l.job_id.as_deref(), &l.uri, 0);
+            let text = file::read(&path)
+                .ok_or_else(|| format!("rank 0 has not published {} yet", path.display()))?;
+            text.parse::<SocketAddr>()
+                .map(|a| vec![a])
+                .map_err(|_| format!("{} holds no address: {text:?}", path.display()))
+        }
+    }
+}
+
+/// Connects to `addr`, says hello and waits for rank 0's acknowledgement.
+fn try_join(addr: &SocketAddr, hello: &[u8], deadline: Instant) -> Result<TcpStream, String> {
+    let mut s = TcpStream::connect_timeout(addr, Duration::from_secs(1))
+        .map_err(|e| format!("cannot connect to {addr}: {e}"))?;
+    let left = deadline
+        .saturating_duration_since(Instant::now())
+        .clamp(Duration::from_millis(100), Duration::from_secs(10));
+    let io = |e: std::io::Error| format!("{addr}: {e}");
+    s.set_nodelay(true).map_err(io)?;
+    s.set_read_timeout(Some(left)).map_err(io)?;
+    send_msg(&mut s, hello).map_err(io)?;
+    match recv_msg(&mut s) {
+        Ok(ack) if ack == MAGIC.to_le_bytes() => {
+            s.set_read_timeout(None).map_err(io)?;
+            Ok(s)
+        }
+        Ok(_) => Err(format!("{addr} is not an hcomm rank 0 (wrong answer)")),
+        Err(e) => Err(format!(
+            "{addr} did not accept this rank ({e}): another job there, or a different HCOMM_JOB_ID?"
+        )),
+    }
+}
+
+/// A non-zero rank's side: find rank 0 and join, retrying until the deadline.
+fn join_rank0(l: &Launch, job: &str, deadline: Instant, timeout: Duration) -> Result<TcpStream> {
+    let rv = parse_uri(&l.uri)?;
+    let mut hello = Vec::new();
+    hello.extend_from_slice(&MAGIC.to_le_bytes());
+    hello.extend_from_slice(&(job.len() as u32).to_le_bytes());
+    hello.extend_from_slice(job.as_bytes());
+    hello.extend_from_slice(&(l.rank as u32).to_le_bytes());
+    loop {
+        let last = match rank0_addresses(l, &rv) {
+            Ok(addrs) => {
+                let mut last = format!("{} resolves to no address", l.uri);
+                for a in &addrs {
+                    match try_join(a, &hello, deadline) {
+                        Ok(s) => return Ok(s),
+                        Err(e) => last = e,
+                    }
+                }
+                last
+            }
+            Err(e) => e,
+        };
+        if Instant::now() > deadline {
+            return Err(Error::other(format!(
+                "bootstrap timed out after {}s: rank {} could not reach rank 0 at {} ({last}) (HCOMM_BOOTSTRAP_TIMEOUT)",
+                timeout.as_secs(),
+                l.rank,
+                l.uri
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 fn parse_hello(m: &[u8]) -> Option<(u32, String, usize)> {
     let magic = u32::from_le_bytes(m.get(0..4)?.try_into().ok()?);
     let jl = u32::from_le_bytes(m.get(4..8)?.try_into().ok()?) as usize;
@@ -261,6 +354,61 @@ mod tests {
             let all = h.join().unwrap();
             assert_eq!(all, vec![b"r0".to_vec(), b"r1".to_vec(), b"r2".to_vec()]);
         }
+    }
+
+    fn star(uri: &str, jobs: &[&str], timeout: Duration) -> Vec<Result<Vec<Vec<u8>>>> {
+        let n = jobs.len();
+        let handles: Vec<_> = jobs
+            .iter()
+            .enumerate()
+            .map(|(r, job)| {
+                let launch = Launch {
+                    rank: r,
+                    size: n,
+                    uri: uri.to_string(),
+                    job_id: Some(job.to_string()),
+                    listen_fd: None,
+                };
+                std::thread::spawn(move || {
+                    let mut b = Bootstrap::connect(&launch, timeout)?;
+                    let all = b.allgather(format!("r{r}").as_bytes())?;
+                    b.barrier()?;
+                    Ok(all)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    }
+
+    #[test]
+    fn file_rendezvous() {
+        let dir = std::env::temp_dir().join(format!("hcomm-bs-file-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let uri = format!("file://{}", dir.display());
+        // A stale file from a crashed job must not stop the new one.
+        let stale = file::address_file(&dir, Some("fj"), &uri, 0);
+        file::publish(&stale, "127.0.0.1:1").unwrap();
+        for res in star(&uri, &["fj", "fj", "fj", "fj"], Duration::from_secs(20)) {
+            let all = res.unwrap();
+            assert_eq!(all.len(), 4);
+            assert_eq!(all[3], b"r3".to_vec());
+        }
+        // Rank 0 removed its address file once everyone had joined.
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn stranger_is_rejected() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        drop(l);
+        let uri = format!("tcp://127.0.0.1:{port}");
+        let res = star(&uri, &["jobA", "jobB"], Duration::from_millis(1500));
+        let e0 = res[0].as_ref().unwrap_err();
+        assert!(e0.msg.contains("ranks 1 never arrived"), "{}", e0.msg);
+        let e1 = res[1].as_ref().unwrap_err();
+        assert!(e1.msg.contains("could not reach rank 0"), "{}", e1.msg);
     }
 
     #[test]

@@ -9,34 +9,68 @@
 //! reduce in the same order and get bitwise identical results, run after run.
 
 mod allgather;
+mod allgatherv;
 mod allreduce;
+mod alltoall;
 mod barrier;
 mod bcast;
+mod gather;
 mod reduce;
 mod reduce_scatter;
 mod ring;
+mod scan;
+mod scatter;
 mod select;
 
 pub use allgather::{allgather, allgather_internal};
+pub use allgatherv::allgatherv;
 pub use allreduce::allreduce;
+pub use alltoall::alltoallv;
 pub use barrier::barrier;
 pub use bcast::bcast;
+pub use gather::gatherv;
 pub use reduce::reduce;
 pub use reduce_scatter::reduce_scatter;
+pub use scan::scan;
+pub use scatter::scatterv;
 pub use select::{chunk_elems, Algo};
+
+use std::ffi::{c_int, c_void};
 
 use crate::datatype::{Datatype, ElemType, ReduceOp};
 
-/// What a reducing collective reduces with. Algorithms apply it only through
-/// [`Reduction::apply`] and ask [`Reduction::commutative`] before reordering operands, so
-/// user-defined ops can be added here without touching them.
+/// The C type of a user-defined reduction, `MPI_User_function` of the MPICH ABI:
+/// `f(invec, inoutvec, &len, &datatype)` computes `inoutvec[i] = invec[i] op inoutvec[i]`.
+pub type UserFn = unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_int, *mut c_int);
+
+/// A user-defined op bound to the datatype of one call.
 #[derive(Clone, Copy, Debug)]
-pub struct Reduction {
-    pub ty: ElemType,
-    pub op: ReduceOp,
+pub struct UserOp {
+    pub f: UserFn,
+    pub commute: bool,
+    /// The datatype handle passed to `f`: the one the caller gave.
+    pub dtype: i32,
+    /// Operands are arrays of items of `extent` bytes in the user's own layout; the
+    /// algorithms' pointers point at an item's lower bound `lb`, `f` gets the item's origin.
+    pub extent: usize,
+    pub lb: isize,
+}
+
+/// What a reducing collective reduces with. Algorithms apply it only through
+/// [`Reduction::apply`] and ask [`Reduction::commutative`] before reordering operands.
+#[derive(Clone, Copy, Debug)]
+pub enum Reduction {
+    /// A predefined op on a predefined element type (CPU kernels of `reduce.rs`).
+    Builtin { ty: ElemType, op: ReduceOp },
+    /// `MPI_Op_create`.
+    User(UserOp),
 }
 
 impl Reduction {
+    pub const fn builtin(ty: ElemType, op: ReduceOp) -> Self {
+        Reduction::Builtin { ty, op }
+    }
+
     /// `dst = a op b` over `count` elements (`a` is the earlier operand in rank order).
     ///
     /// # Safety
@@ -44,13 +78,67 @@ impl Reduction {
     /// exactly `a`, exactly `b`, or disjoint from both.
     #[inline]
     pub unsafe fn apply(&self, dst: *mut u8, a: *const u8, b: *const u8, count: usize) {
-        // SAFETY: forwarded contract.
-        unsafe { crate::reduce::reduce(self.ty, self.op, dst, a, b, count) }
+        match self {
+            // SAFETY: forwarded contract.
+            Reduction::Builtin { ty, op } => unsafe {
+                crate::reduce::reduce(*ty, *op, dst, a, b, count)
+            },
+            // SAFETY: forwarded contract.
+            Reduction::User(u) => unsafe { apply_user(u, dst, a, b, count) },
+        }
     }
 
-    /// Whether operands may be combined in any order (all predefined ops are).
+    /// Whether operands may be combined in any order (all predefined ops are; a user op
+    /// is when created so).
     pub fn commutative(&self) -> bool {
-        true
+        match self {
+            Reduction::Builtin { .. } => true,
+            Reduction::User(u) => u.commute,
+        }
+    }
+}
+
+/// `dst = a op b` with a user function, which only computes `inout = in op inout`: `b` is
+/// first copied to `dst` (unless it is `dst`), and when `dst` is `a`, `a` is first saved
+/// to a scratch copy. Calls are split so that `len` fits an `int`.
+unsafe fn apply_user(u: &UserOp, dst: *mut u8, a: *const u8, b: *const u8, count: usize) {
+    if count == 0 {
+        return;
+    }
+    let bytes = count * u.extent;
+    // 16-byte aligned, as the C types the function casts to expect.
+    let mut keep: Vec<u128> = Vec::new();
+    let input = if std::ptr::eq(dst, a) {
+        keep.resize(bytes.div_ceil(16), 0);
+        let p = keep.as_mut_ptr().cast::<u8>();
+        // SAFETY: `a` is readable for `bytes`; `keep` is a fresh allocation of at least that.
+        unsafe { std::ptr::copy_nonoverlapping(a, p, bytes) };
+        p as *const u8
+    } else {
+        a
+    };
+    if !std::ptr::eq(dst, b) {
+        // SAFETY: contract: `b` readable, `dst` writable for `bytes`; `copy` allows `b` to
+        // overlap `dst` when `dst == a` and `a` overlaps `b`.
+        unsafe { std::ptr::copy(b, dst, bytes) };
+    }
+    let mut done = 0;
+    while done < count {
+        let n = (count - done).min(c_int::MAX as usize);
+        let (mut len, mut dt) = (n as c_int, u.dtype);
+        let off = (done * u.extent) as isize - u.lb;
+        // SAFETY: the function reads `len` items at `input` and updates `len` items at `dst`,
+        // both given at the items' origin (their lower bound is `lb` bytes further); both
+        // ranges are valid per the contract. It is C code: it cannot unwind into Rust.
+        unsafe {
+            (u.f)(
+                input.wrapping_offset(off) as *mut c_void,
+                dst.wrapping_offset(off).cast(),
+                &mut len,
+                &mut dt,
+            )
+        };
+        done += n;
     }
 }
 
@@ -160,6 +248,49 @@ mod tests {
     fn tags_are_unique() {
         assert_ne!(tag(1, 0), tag(0, 1));
         assert_eq!(tag(2, 5), (2 << 20) | 5);
+    }
+
+    /// A non-commutative user function on i32: `inout = in * 10 + inout`.
+    unsafe extern "C" fn digits(a: *mut c_void, b: *mut c_void, len: *mut c_int, dt: *mut c_int) {
+        // SAFETY: called by `apply_user` with `len` valid items in both buffers.
+        unsafe {
+            assert_eq!(*dt, 77);
+            for i in 0..*len as usize {
+                let x = *a.cast::<i32>().add(i);
+                *b.cast::<i32>().add(i) = x * 10 + *b.cast::<i32>().add(i);
+            }
+        }
+    }
+
+    #[test]
+    fn user_op_every_aliasing_case() {
+        let red = Reduction::User(UserOp {
+            f: digits,
+            commute: false,
+            dtype: 77,
+            extent: 4,
+            lb: 0,
+        });
+        assert!(
+            !red.commutative() && Reduction::builtin(ElemType::I32, ReduceOp::Sum).commutative()
+        );
+        let a = [1i32, 2, 3];
+        let b = [4i32, 5, 6];
+        let want = [14, 25, 36];
+        let p = |x: &[i32]| x.as_ptr().cast::<u8>();
+        // SAFETY (all four): three valid i32 per buffer; dst is a, b, or disjoint.
+        let mut d = [0i32; 3];
+        unsafe { red.apply(d.as_mut_ptr().cast(), p(&a), p(&b), 3) };
+        assert_eq!(d, want);
+        let mut d = a;
+        unsafe { red.apply(d.as_mut_ptr().cast(), p(&d), p(&b), 3) };
+        assert_eq!(d, want);
+        let mut d = b;
+        unsafe { red.apply(d.as_mut_ptr().cast(), p(&a), p(&d), 3) };
+        assert_eq!(d, want);
+        let mut d = a;
+        unsafe { red.apply(d.as_mut_ptr().cast(), p(&d), p(&d), 3) };
+        assert_eq!(d, [11, 22, 33]);
     }
 
     #[test]

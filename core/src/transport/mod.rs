@@ -2,12 +2,13 @@
 //!
 //! Algorithms never see a transport. The engine ([`crate::engine`]) moves frames through a
 //! [`Link`] per peer, chosen when the world is set up ("first transport that can reach the
-//! peer", as in NCCL): shared memory for peers on this host; TCP for other hosts (later); CUDA
+//! peer", as in NCCL): shared memory for peers on this host; TCP for other hosts; CUDA
 //! IPC for device buffers (later). A link is non-blocking: it either moves a frame now or says
 //! it cannot; waiting happens in one place, the engine, on the rank's doorbell
 //! ([`crate::wait`]), which every transport rings when it makes progress possible.
 
 pub mod shm;
+pub mod tcp;
 
 use crate::error::Result;
 use crate::frame::FrameHeader;

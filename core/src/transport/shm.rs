@@ -303,7 +303,13 @@ impl Link for ShmLink {
     }
 
     fn try_send(&self, hdr: &FrameHeader, payload: &[u8]) -> Result<bool> {
-        debug_assert!(payload.len() <= self.slot_bytes);
+        if payload.len() > self.slot_bytes {
+            return Err(Error::intern(format!(
+                "fragment of {} bytes does not fit a {}-byte shared-memory slot",
+                payload.len(),
+                self.slot_bytes
+            )));
+        }
         let mut tx = self.tx.lock();
         if tx.pos - tx.other >= self.slots {
             tx.other = tx.header().tail.load(Ordering::Acquire);

@@ -28,19 +28,19 @@ pub unsafe fn bcast(
 ) -> c_int {
     guard(name, Some(comm), || {
         let c = comm_of(runtime::get()?, comm)?;
-        let n = count_arg(count, "count")?;
-        let d = datatype_arg(dt, "datatype")?;
+        let cnt = count_arg(count, "count")?;
+        let v = type_arg(dt, "datatype")?.moving();
         let root = root_arg(root, &c)?;
-        let len = nbytes(n, &d, "count")?;
-        buf_arg(buf, len, "buffer")?;
-        coll::bcast(
-            &c,
-            buf.cast(),
-            n,
-            &d,
-            root,
-            sig(Kind::Bcast, n, dt, 0, root as i32),
-        )
+        let n = v.count(cnt, "count")?;
+        buf_arg(buf, v.bytes(cnt, "count")?, "buffer")?;
+        let is_root = c.rank == root;
+        // SAFETY: MPI: `buf` holds `count` items; the root's are read, the others' written.
+        let st = unsafe { v.stage(buf, cnt, is_root, !is_root) };
+        let s = sig(Kind::Bcast, n, v.handle, 0, root as i32);
+        coll::bcast(&c, st.ptr(), n, &v.dt, root, s)?;
+        // SAFETY: as above.
+        unsafe { st.finish() };
+        Ok(())
     })
 }
 
@@ -57,33 +57,42 @@ pub unsafe fn reduce(
 ) -> c_int {
     guard(name, Some(comm), || {
         let c = comm_of(runtime::get()?, comm)?;
-        let n = count_arg(count, "count")?;
-        let d = datatype_arg(dt, "datatype")?;
-        let red = reduction_arg(op, dt, &d)?;
+        let cnt = count_arg(count, "count")?;
+        let t = type_arg(dt, "datatype")?;
+        let (red, v) = reduce_args(op, &t)?;
         let root = root_arg(root, &c)?;
-        let len = nbytes(n, &d, "count")?;
+        let n = v.count(cnt, "count")?;
+        let len = v.bytes(cnt, "count")?;
         let is_root = c.rank == root;
-        let send = if is_root && is_in_place(send) {
+        let in_place = is_root && is_in_place(send);
+        if in_place {
             buf_arg(recv, len, "recvbuf")?;
-            recv as *const c_void
         } else {
             buf_arg(send, len, "sendbuf")?;
             if is_root {
                 buf_arg(recv, len, "recvbuf")?;
                 no_alias(send, recv, len)?;
             }
-            send
+        }
+        // SAFETY: MPI: sendbuf holds `count` items to read, the root's recvbuf `count` items
+        // to write (and read, in place).
+        let (st_send, st_recv) = unsafe {
+            if in_place {
+                (None, Some(v.stage(recv, cnt, true, true)))
+            } else {
+                let s = v.stage(send, cnt, true, false);
+                (Some(s), is_root.then(|| v.stage(recv, cnt, false, true)))
+            }
         };
-        coll::reduce(
-            &c,
-            send.cast(),
-            recv.cast(),
-            n,
-            &d,
-            red,
-            root,
-            sig(Kind::Reduce, n, dt, op, root as i32),
-        )
+        let out = st_recv.as_ref().map_or(std::ptr::null_mut(), |s| s.ptr());
+        let inp = st_send.as_ref().map_or(out, |s| s.ptr());
+        let s = sig(Kind::Reduce, n, v.handle, op, root as i32);
+        coll::reduce(&c, inp, out, n, &v.dt, red, root, s)?;
+        if let Some(st) = st_recv {
+            // SAFETY: as above.
+            unsafe { st.finish() };
+        }
+        Ok(())
     })
 }
 
@@ -98,27 +107,29 @@ pub unsafe fn allreduce(
 ) -> c_int {
     guard(name, Some(comm), || {
         let c = comm_of(runtime::get()?, comm)?;
-        let n = count_arg(count, "count")?;
-        let d = datatype_arg(dt, "datatype")?;
-        let red = reduction_arg(op, dt, &d)?;
-        let len = nbytes(n, &d, "count")?;
+        let cnt = count_arg(count, "count")?;
+        let t = type_arg(dt, "datatype")?;
+        let (red, v) = reduce_args(op, &t)?;
+        let n = v.count(cnt, "count")?;
+        let len = v.bytes(cnt, "count")?;
         buf_arg(recv, len, "recvbuf")?;
-        let send = if is_in_place(send) {
-            recv as *const c_void
-        } else {
+        let in_place = is_in_place(send);
+        if !in_place {
             buf_arg(send, len, "sendbuf")?;
             no_alias(send, recv, len)?;
-            send
+        }
+        // SAFETY: MPI: sendbuf holds `count` items to read, recvbuf `count` items to write
+        // (and read, in place).
+        let (st_send, st_recv) = unsafe {
+            let r = v.stage(recv, cnt, in_place, true);
+            ((!in_place).then(|| v.stage(send, cnt, true, false)), r)
         };
-        coll::allreduce(
-            &c,
-            send.cast(),
-            recv.cast(),
-            n,
-            &d,
-            red,
-            sig(Kind::Allreduce, n, dt, op, -1),
-        )
+        let inp = st_send.as_ref().map_or(st_recv.ptr(), |s| s.ptr());
+        let s = sig(Kind::Allreduce, n, v.handle, op, -1);
+        coll::allreduce(&c, inp, st_recv.ptr(), n, &v.dt, red, s)?;
+        // SAFETY: as above.
+        unsafe { st_recv.finish() };
+        Ok(())
     })
 }
 
@@ -135,41 +146,55 @@ pub unsafe fn allgather(
 ) -> c_int {
     guard(name, Some(comm), || {
         let c = comm_of(runtime::get()?, comm)?;
-        let rn = count_arg(rcount, "recvcount")?;
-        let rd = datatype_arg(rdt, "recvtype")?;
-        let blk = nbytes(rn, &rd, "recvcount")?;
-        let total = blk
-            .checked_mul(c.size())
-            .filter(|&t| t <= isize::MAX as usize)
+        let rcnt = count_arg(rcount, "recvcount")?;
+        let rt = type_arg(rdt, "recvtype")?;
+        let rv = rt.moving();
+        let rn = rv.count(rcnt, "recvcount")?;
+        let blk = rn * rv.dt.extent;
+        let items = rcnt.checked_mul(c.size());
+        let total = items
+            .and_then(|i| rv.bytes(i, "recvcount").ok())
             .ok_or_else(|| {
                 Error::new(Class::Count, "recvcount × communicator size is too large")
             })?;
+        let items = items.unwrap_or(0);
         buf_arg(recv, total, "recvbuf")?;
-        let own = recv.cast::<u8>().wrapping_add(c.rank * blk);
-        let send: *const u8 = if is_in_place(send) {
-            own
-        } else {
-            let sn = count_arg(scount, "sendcount")?;
-            let sd = datatype_arg(sdt, "sendtype")?;
-            let sbytes = nbytes(sn, &sd, "sendcount")?;
-            if sn * sd.size != rn * rd.size || sbytes != blk {
+        let own_user = recv.cast::<u8>().wrapping_add(c.rank * rcnt * rt.extent());
+        let in_place = is_in_place(send);
+        let mut sv = None;
+        if !in_place {
+            let scnt = count_arg(scount, "sendcount")?;
+            let v = type_arg(sdt, "sendtype")?.moving();
+            let sbytes = v.bytes(scnt, "sendcount")?;
+            if v.count(scnt, "sendcount")? * v.dt.size != rn * rv.dt.size || sbytes != blk {
                 return Err(Error::new(
                     Class::Truncate,
                     format!("sendcount×sendtype ({sbytes} bytes) does not match recvcount×recvtype ({blk} bytes)"),
                 ));
             }
             buf_arg(send, sbytes, "sendbuf")?;
-            no_alias(send, own as *const c_void, blk)?;
-            send.cast()
+            no_alias(send, own_user as *const c_void, blk)?;
+            sv = Some((v, scnt));
+        }
+        // SAFETY: MPI: recvbuf holds size × recvcount items (the own block is read in
+        // place), sendbuf `sendcount` items.
+        let st_recv = unsafe { rv.stage(recv, items, false, true) };
+        let st_send = sv
+            .as_ref()
+            .map(|(v, n)| unsafe { v.stage(send, *n, true, false) });
+        let inp = match &st_send {
+            Some(s) => s.ptr() as *const u8,
+            None => {
+                // SAFETY: the own block lies in recvbuf (see above).
+                unsafe { st_recv.load_items(c.rank * rcnt, rcnt) };
+                st_recv.ptr().wrapping_add(c.rank * blk)
+            }
         };
-        coll::allgather(
-            &c,
-            send,
-            recv.cast(),
-            rn,
-            &rd,
-            sig(Kind::Allgather, rn, rdt, 0, -1),
-        )
+        let s = sig(Kind::Allgather, rn, rv.handle, 0, -1);
+        coll::allgather(&c, inp, st_recv.ptr(), rn, &rv.dt, s)?;
+        // SAFETY: as above.
+        unsafe { st_recv.finish() };
+        Ok(())
     })
 }
 
@@ -184,33 +209,46 @@ unsafe fn reduce_scatter_common(
     op: c_int,
     comm: &Comm,
 ) -> Result<()> {
-    let d = datatype_arg(dt, "datatype")?;
-    let red = reduction_arg(op, dt, &d)?;
-    let counts: Vec<usize> = (0..comm.size()).map(counts).collect::<Result<_>>()?;
-    let total = counts
+    let t = type_arg(dt, "datatype")?;
+    let (red, v) = reduce_args(op, &t)?;
+    let items: Vec<usize> = (0..comm.size()).map(counts).collect::<Result<_>>()?;
+    let total_items = items
         .iter()
         .try_fold(0usize, |a, &b| a.checked_add(b))
         .ok_or_else(|| Error::new(Class::Count, "the counts add up to too much"))?;
-    let total_bytes = nbytes(total, &d, "total count")?;
-    let mine = nbytes(counts[comm.rank], &d, "recvcount")?;
-    let send = if is_in_place(send) {
+    let total = v.count(total_items, "total count")?;
+    let counts: Vec<usize> = items
+        .iter()
+        .map(|&i| i * (total / total_items.max(1)))
+        .collect();
+    let total_bytes = v.bytes(total_items, "total count")?;
+    let my_items = items[comm.rank];
+    let mine = v.bytes(my_items, "recvcount")?;
+    let in_place = is_in_place(send);
+    if in_place {
         buf_arg(recv, total_bytes, "recvbuf")?;
-        recv as *const c_void
     } else {
         buf_arg(send, total_bytes, "sendbuf")?;
         buf_arg(recv, mine, "recvbuf")?;
         no_alias(send, recv, mine.min(total_bytes))?;
-        send
+    }
+    // SAFETY: MPI: sendbuf (or recvbuf, in place) holds the sum of the counts in items,
+    // recvbuf the own count.
+    let (st_send, mut st_recv) = unsafe {
+        if in_place {
+            (None, v.stage(recv, total_items, true, true))
+        } else {
+            let s = v.stage(send, total_items, true, false);
+            (Some(s), v.stage(recv, my_items, false, true))
+        }
     };
-    coll::reduce_scatter(
-        comm,
-        send.cast(),
-        recv.cast(),
-        &counts,
-        &d,
-        red,
-        sig(kind, total, dt, op, -1),
-    )
+    st_recv.store_only(my_items);
+    let inp = st_send.as_ref().map_or(st_recv.ptr(), |s| s.ptr());
+    let s = sig(kind, total, v.handle, op, -1);
+    coll::reduce_scatter(comm, inp, st_recv.ptr(), &counts, &v.dt, red, s)?;
+    // SAFETY: as above.
+    unsafe { st_recv.finish() };
+    Ok(())
 }
 
 pub unsafe fn reduce_scatter(

@@ -100,7 +100,7 @@ pub unsafe fn comm_compare(c1: c_int, c2: c_int, result: *mut c_int) -> c_int {
 pub unsafe fn comm_set_errhandler(comm: c_int, errhandler: c_int) -> c_int {
     guard("MPI_Comm_set_errhandler", Some(comm), || {
         let c = comm_of(runtime::get()?, comm)?;
-        if !h::is_errhandler(errhandler) {
+        if !crate::abi::objects::is_errhandler(errhandler) {
             return Err(Error::new(
                 Class::Arg,
                 format!("errhandler 0x{errhandler:x} is not a valid error handler"),

@@ -11,7 +11,6 @@ use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
 use super::handles::{self as h, IN_PLACE};
-use crate::coll::Reduction;
 use crate::comm::Comm;
 use crate::datatype::{Datatype, ElemType};
 use crate::error::{Class, Error, Result};
@@ -24,6 +23,7 @@ mod comm;
 mod env;
 mod groups;
 mod p2p;
+mod typearg;
 mod types;
 
 pub use coll::*;
@@ -35,6 +35,7 @@ pub use env::*;
 pub use groups::*;
 #[allow(unused_imports)]
 pub use p2p::*;
+pub(crate) use typearg::*;
 #[allow(unused_imports)]
 pub use types::*;
 
@@ -62,6 +63,8 @@ pub(crate) fn count_arg(count: Count, what: &str) -> Result<usize> {
         .map_err(|_| Error::new(Class::Count, format!("{what} is negative ({count})")))
 }
 
+/// A datatype's size and extent (`MPI_Type_size`), for any valid datatype, committed or not.
+/// Calls that move data use [`type_arg`] instead, which handles derived datatypes' layouts.
 pub(crate) fn datatype_arg(dt: c_int, what: &str) -> Result<Datatype> {
     if dt == h::DATATYPE_NULL {
         return Err(Error::new(
@@ -69,30 +72,44 @@ pub(crate) fn datatype_arg(dt: c_int, what: &str) -> Result<Datatype> {
             format!("{what} is MPI_DATATYPE_NULL"),
         ));
     }
+    if let Some(t) = h::user_type(dt) {
+        let l = &t.layout;
+        return Ok(Datatype::new(ElemType::Opaque, l.size, l.extent()));
+    }
     h::datatype(dt)
         .map(|d| d.0)
         .filter(|d| d.size > 0)
-        .ok_or_else(|| Error::new(Class::Type, format!("{what} 0x{dt:x} is not a valid datatype (hcomm supports the predefined datatypes)")))
+        .ok_or_else(|| {
+            Error::new(
+                Class::Type,
+                format!("{what} 0x{dt:x} is not a valid datatype"),
+            )
+        })
 }
 
-pub(crate) fn reduction_arg(op: c_int, dt: c_int, d: &Datatype) -> Result<Reduction> {
-    if op == h::OP_NULL {
-        return Err(Error::new(Class::Op, "op is MPI_OP_NULL"));
+/// For calls that still move `count × extent` raw bytes from the buffer (not converted to
+/// [`type_arg`]): a predefined type, or a committed derived type whose items are plain arrays
+/// from their origin (`MPI_Type_contiguous` and the like). Other derived types are refused
+/// (`MPI_ERR_TYPE`) rather than moved wrong.
+pub(crate) fn raw_datatype_arg(dt: c_int, what: &str) -> Result<Datatype> {
+    let d = datatype_arg(dt, what)?;
+    if let Some(t) = h::user_type(dt) {
+        if !t.committed() {
+            return Err(Error::new(
+                Class::Type,
+                format!("{what} 0x{dt:x} is not committed (call MPI_Type_commit first)"),
+            ));
+        }
+        let l = &t.layout;
+        let raw = l.dense().is_some_and(|(disp, _, _)| disp == 0) || l.extent() == 0;
+        if !raw {
+            return Err(Error::new(
+                Class::Type,
+                format!("{what} 0x{dt:x} is a non-contiguous derived datatype, which this call does not support yet"),
+            ));
+        }
     }
-    let (o, oname) = h::op(op).ok_or_else(|| {
-        Error::new(
-            Class::Op,
-            format!("op 0x{op:x} is not a valid reduction op (hcomm supports the predefined ops)"),
-        )
-    })?;
-    if d.elem == ElemType::Opaque || !crate::reduce::is_supported(d.elem, o) {
-        let tname = h::datatype(dt).map(|x| x.1).unwrap_or("?");
-        return Err(Error::new(
-            Class::Op,
-            format!("{oname} is not defined for datatype {tname}"),
-        ));
-    }
-    Ok(Reduction { ty: d.elem, op: o })
+    Ok(d)
 }
 
 pub(crate) fn root_arg(root: c_int, comm: &Comm) -> Result<usize> {

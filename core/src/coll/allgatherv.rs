@@ -1,0 +1,117 @@
+//! `MPI_Allgatherv`.
+//!
+//! The blocks may have any sizes (zero included) and lie anywhere in the receive buffer: in
+//! rank order or not, with gaps or without. The ABI layer turns them into byte spans; here
+//! every block is an `(offset, bytes)` pair relative to the lowest block, which is all the
+//! ring helper needs.
+//! Large totals: ring (see `ring.rs`) — in step s each rank forwards to its right neighbour the
+//! block it received in step s−1 (its own first), pipelined in chunks; n−1 steps, and each
+//! rank sends and receives every other block once. Zero-sized blocks still travel as one empty
+//! message, so the schedule has the same shape on every rank.
+//! Small totals: one-shot — every rank sends its block straight to every other rank.
+//! Every rank knows every block size, so all pick the same algorithm and chunking.
+
+use super::allreduce::{copy_if_needed, fragment};
+use super::ring::Ring;
+use super::select::{choose, Algo};
+use super::{chunk_elems, tag};
+use crate::comm::Comm;
+use crate::engine::{Fold, Schedule};
+use crate::error::Result;
+use crate::frame::Signature;
+
+/// Gathers every rank's block into `recv[p]` (`(pointer, bytes)` per rank `p`) on every rank;
+/// this rank's `recv[rank].1` bytes are read from `send`, where `send == recv[rank].0` means
+/// in place.
+pub fn allgatherv(
+    comm: &Comm,
+    send: *const u8,
+    recv: &[(*mut u8, usize)],
+    sig: Signature,
+) -> Result<()> {
+    let (n, r) = (comm.size(), comm.rank);
+    assert_eq!(recv.len(), n, "one receive span per rank");
+    let seq = comm.next_seq();
+    let total: usize = recv.iter().map(|b| b.1).sum();
+    let (own, own_len) = recv[r];
+    copy_if_needed(send, own, own_len);
+    if n == 1 {
+        comm.note_algo(sig.kind, Algo::Local, total);
+        return Ok(());
+    }
+    let algo = choose(
+        "allgatherv",
+        total,
+        &[Algo::Ring, Algo::OneShot],
+        Algo::OneShot,
+        Algo::Ring,
+    );
+    comm.note_algo(sig.kind, algo, total);
+    let mut s = Schedule::new(comm.ctx(sig, seq, 1));
+    match algo {
+        Algo::Ring => {
+            let (base, blocks) = relative_blocks(recv);
+            let biggest = recv.iter().map(|b| b.1).max().unwrap_or(0);
+            let ring = Ring {
+                blocks: &blocks,
+                extent: 1,
+                chunk_elems: chunk_elems(1, biggest, fragment(comm)?),
+                rank: r,
+                n,
+            };
+            ring.allgather(&mut s, base, r, None, &[], 0);
+        }
+        _ => {
+            for p in (0..n).filter(|&p| p != r) {
+                s.send(p, tag(0, 0), own, own_len, &[]);
+            }
+            for p in (0..n).filter(|&p| p != r) {
+                s.recv(p, tag(0, 0), recv[p].0, recv[p].1, Fold::Copy, &[]);
+            }
+        }
+    }
+    s.run()
+}
+
+/// The spans as `(offset, bytes)` from the lowest non-empty span, which is returned as the
+/// base. Empty spans are never dereferenced; they get offset 0.
+fn relative_blocks(spans: &[(*mut u8, usize)]) -> (*mut u8, Vec<(usize, usize)>) {
+    let base = spans
+        .iter()
+        .filter(|b| b.1 > 0)
+        .map(|b| b.0)
+        .min_by_key(|p| *p as usize)
+        .unwrap_or(spans[0].0);
+    let blocks = spans
+        .iter()
+        .map(|&(p, len)| {
+            let off = if len > 0 {
+                p as usize - base as usize
+            } else {
+                0
+            };
+            (off, len)
+        })
+        .collect();
+    (base, blocks)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocks_relative_to_lowest() {
+        let mut buf = [0u8; 64];
+        let p = buf.as_mut_ptr();
+        let spans = [
+            (p.wrapping_add(40), 8),
+            (p.wrapping_add(3), 0),
+            (p.wrapping_add(10), 5),
+            (std::ptr::null_mut(), 0),
+        ];
+        let (base, blocks) = relative_blocks(&spans);
+        assert_eq!(base, p.wrapping_add(10));
+        assert_eq!(blocks, vec![(30, 8), (0, 0), (0, 5), (0, 0)]);
+    }
+}

@@ -1,0 +1,75 @@
+//! `MPI_Alltoall` and `MPI_Alltoallv`.
+//!
+//! Pairwise exchange: in step s (1 ≤ s < n) rank r sends its block for rank r+s and receives
+//! the block of rank r−s, so in every step each rank sends to one peer and receives from
+//! another, and every pair of ranks exchanges exactly one message each way. The engine does not
+//! wait for step s to finish before starting step s+1 — all messages progress at once, bounded
+//! by the transports' channel slots — but the step order staggers the peers: at any moment the
+//! ranks start on different destinations instead of all sending to rank 0 first. No deadlock
+//! is possible: every receive is posted from the start. The own block is a local copy.
+//!
+//! In place (`MPI_IN_PLACE`), the blocks to send are the ones the incoming blocks overwrite:
+//! they are first copied into a scratch buffer and sent from there.
+//!
+//! Data moves as bytes: the ABI layer turns (count, datatype, displacement) into byte spans,
+//! so `Alltoall` is the `Alltoallv` schedule with equal spans.
+
+use super::allreduce::copy_if_needed;
+use super::select::Algo;
+use super::{scratch, tag};
+use crate::comm::Comm;
+use crate::engine::{Fold, Schedule};
+use crate::error::Result;
+use crate::frame::Signature;
+
+/// Sends `send[p]` to rank p and receives rank p's block into `recv[p]` (`(pointer, bytes)` per
+/// rank). `send` equal to `recv` (same spans) means in place.
+pub fn alltoallv(
+    comm: &Comm,
+    send: &[(*const u8, usize)],
+    recv: &[(*mut u8, usize)],
+    sig: Signature,
+) -> Result<()> {
+    let (n, r) = (comm.size(), comm.rank);
+    assert!(send.len() == n && recv.len() == n, "one span per rank");
+    let seq = comm.next_seq();
+    let total: usize = recv.iter().map(|b| b.1).sum();
+    comm.note_algo(
+        sig.kind,
+        if n == 1 { Algo::Local } else { Algo::OneShot },
+        total,
+    );
+    let in_place = send
+        .iter()
+        .zip(recv)
+        .all(|(s, d)| std::ptr::eq(s.0, d.0) && s.1 == d.1);
+    copy_if_needed(send[r].0, recv[r].0, recv[r].1);
+    if n == 1 {
+        return Ok(());
+    }
+    let mut keep = Vec::new();
+    let send: Vec<(*const u8, usize)> = if in_place {
+        // Pack the outgoing blocks (all but our own, which stays) before any arrives.
+        keep = scratch(total - recv[r].1);
+        let mut out = send.to_vec();
+        let mut at = 0;
+        for p in (0..n).filter(|&p| p != r) {
+            let dst = keep.as_mut_ptr().wrapping_add(at);
+            copy_if_needed(send[p].0, dst, send[p].1);
+            out[p].0 = dst;
+            at += send[p].1;
+        }
+        out
+    } else {
+        send.to_vec()
+    };
+    let mut s = Schedule::new(comm.ctx(sig, seq, 1));
+    for st in 1..n {
+        let (to, from) = ((r + st) % n, (r + n - st) % n);
+        s.send(to, tag(0, 0), send[to].0, send[to].1, &[]);
+        s.recv(from, tag(0, 0), recv[from].0, recv[from].1, Fold::Copy, &[]);
+    }
+    let res = s.run();
+    drop(keep);
+    res
+}
