@@ -53,6 +53,12 @@ scripts/tcp-test.sh
 step "two hosts in network namespaces: TCP between, shared memory within (root; else SKIP)"
 scripts/netns-test.sh
 
+step "a C++ program compiles, links and runs against include/mpi.h + libhcomm.so"
+mkdir -p build
+g++ -O1 -Wall -Wextra -Werror -I include compat-tests/cxx/allreduce_sendrecv.cpp -L target/release -lhcomm \
+    -Wl,-rpath,"$PWD/target/release" -o build/cxx_allreduce_sendrecv
+timeout 60 target/release/hcomm run -n 3 build/cxx_allreduce_sendrecv
+
 step "quick start example"
 NP=4 scripts/quickstart.sh
 

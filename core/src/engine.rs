@@ -7,10 +7,13 @@
 //! once, so a ring never deadlocks on full channels — and sleeps on the rank's doorbell when
 //! nothing can move (spin briefly first; see [`crate::wait`]).
 //!
-//! Ordering rule: sends to one peer run in schedule order, one at a time (their fragments must
-//! not interleave), and so do receives from one peer; algorithms post both sides of a pair in
-//! the same order, so frames arrive in the order they are wanted and are consumed straight out
-//! of the transport (zero extra copies). Anything else still works through the unexpected queue.
+//! Ordering rule: among the tasks that are ready, sends to one peer advance in schedule order,
+//! one at a time per pass, and so do receives from one peer; algorithms post both sides of a
+//! pair in the same order, so frames normally arrive in the order they are wanted and are
+//! consumed straight out of the transport (zero extra copies). A send that becomes ready later
+//! can still interleave its fragments with an earlier one's: frames are matched by tag, so that
+//! is correct too (through the unexpected queue). Every frame carries its message's length, and
+//! a receive that expects another length fails at once (mismatched counts) instead of waiting.
 //!
 //! The caller's thread does all of this (progress model "caller"): a blocking collective has
 //! nothing else to do. Buffers are raw pointers validated by the ABI layer; the schedule lives
@@ -20,7 +23,7 @@ use std::time::{Duration, Instant};
 
 use crate::coll::Reduction;
 use crate::endpoint::{Endpoint, MatchKey};
-use crate::error::{Error, Result};
+use crate::error::{Class, Error, Result};
 use crate::frame::{FrameHeader, Signature};
 
 const NONE: u32 = u32::MAX;
@@ -92,7 +95,18 @@ pub struct Ctx<'a> {
 pub struct Schedule<'a> {
     ctx: Ctx<'a>,
     tasks: Vec<Entry>,
-    first: usize,
+    /// Tasks not yet complete.
+    remaining: usize,
+    /// Unmet dependency count per task.
+    unmet: Vec<u8>,
+    /// Dependents of task i: `dependents[dep_start[i]..dep_start[i + 1]]` (built on first pass).
+    dep_start: Vec<u32>,
+    dependents: Vec<u32>,
+    /// Tasks whose dependencies are met and that are not complete, in schedule order. Only
+    /// these are visited, so a pass costs what can move, not the whole schedule.
+    active: Vec<u32>,
+    newly_ready: Vec<u32>,
+    built: bool,
     /// Per comm peer: a send / receive to it has been visited in this pass.
     send_busy: Vec<u32>,
     recv_busy: Vec<u32>,
@@ -109,7 +123,13 @@ impl<'a> Schedule<'a> {
         Schedule {
             ctx,
             tasks: Vec::new(),
-            first: 0,
+            remaining: 0,
+            unmet: Vec::new(),
+            dep_start: Vec::new(),
+            dependents: Vec::new(),
+            active: Vec::new(),
+            newly_ready: Vec::new(),
+            built: false,
             send_busy: vec![0; n],
             recv_busy: vec![0; n],
             pass: 0,
@@ -217,9 +237,19 @@ impl<'a> Schedule<'a> {
     /// Runs every task to completion.
     pub fn run(mut self) -> Result<()> {
         let ep = self.ctx.ep;
-        drive(ep, |_| {
-            let progressed = self.pass()?;
-            Ok(if self.first == self.tasks.len() {
+        drive(ep, |last| {
+            let mut progressed = self.pass()?;
+            if last && !progressed {
+                // About to sleep: take in whatever peers have sent us (queued, copied). A peer
+                // blocked sending to us — e.g. behind earlier point-to-point messages we have
+                // not received yet — can then go on and make what we wait for.
+                for &peer in self.ctx.world {
+                    if peer != ep.rank {
+                        progressed |= ep.drain(peer)?;
+                    }
+                }
+            }
+            Ok(if self.remaining == 0 {
                 Step::Done
             } else if progressed {
                 Step::Moved
@@ -229,8 +259,43 @@ impl<'a> Schedule<'a> {
         })
     }
 
-    /// One pass over the runnable tasks; `true` if anything moved.
+    /// Builds the dependents lists (compressed rows) and the first active set.
+    fn build(&mut self) {
+        let n = self.tasks.len();
+        self.unmet = self
+            .tasks
+            .iter()
+            .map(|e| e.deps.iter().filter(|&&d| d != NONE).count() as u8)
+            .collect();
+        let mut start = vec![0u32; n + 1];
+        for e in &self.tasks {
+            for &d in e.deps.iter().filter(|&&d| d != NONE) {
+                start[d as usize + 1] += 1;
+            }
+        }
+        for i in 0..n {
+            start[i + 1] += start[i];
+        }
+        let mut fill = start.clone();
+        let mut deps = vec![0u32; start[n] as usize];
+        for (i, e) in self.tasks.iter().enumerate() {
+            for &d in e.deps.iter().filter(|&&d| d != NONE) {
+                deps[fill[d as usize] as usize] = i as u32;
+                fill[d as usize] += 1;
+            }
+        }
+        self.dep_start = start;
+        self.dependents = deps;
+        self.active = (0..n as u32).filter(|&i| self.unmet[i as usize] == 0).collect();
+        self.remaining = n;
+        self.built = true;
+    }
+
+    /// One pass over the active tasks; `true` if anything moved.
     fn pass(&mut self) -> Result<bool> {
+        if !self.built {
+            self.build();
+        }
         self.pass = self.pass.wrapping_add(1);
         if self.pass == 0 {
             self.send_busy.fill(0);
@@ -238,28 +303,34 @@ impl<'a> Schedule<'a> {
             self.pass = 1;
         }
         let mut progressed = false;
-        let mut i = self.first;
-        while i < self.tasks.len() {
-            if self.tasks[i].done {
-                if i == self.first {
-                    self.first += 1;
-                }
-                i += 1;
-                continue;
-            }
-            let ready = self.tasks[i]
-                .deps
-                .iter()
-                .all(|&d| d == NONE || self.tasks[d as usize].done);
-            if ready && self.advance(i)? {
+        let mut completed = false;
+        for k in 0..self.active.len() {
+            let i = self.active[k] as usize;
+            if self.advance(i)? {
                 progressed = true;
             }
-            if self.tasks[i].done && i == self.first {
-                self.first += 1;
+            if self.tasks[i].done {
+                completed = true;
+                self.remaining -= 1;
+                let (a, b) = (self.dep_start[i] as usize, self.dep_start[i + 1] as usize);
+                for &d in &self.dependents[a..b] {
+                    self.unmet[d as usize] -= 1;
+                    if self.unmet[d as usize] == 0 {
+                        self.newly_ready.push(d);
+                    }
+                }
             }
-            i += 1;
         }
-        Ok(progressed)
+        if completed {
+            let tasks = &self.tasks;
+            self.active.retain(|&i| !tasks[i as usize].done);
+            if !self.newly_ready.is_empty() {
+                self.active.append(&mut self.newly_ready);
+                // Schedule order decides which send (receive) to a peer goes first.
+                self.active.sort_unstable();
+            }
+        }
+        Ok(progressed || completed)
     }
 
     fn advance(&mut self, i: usize) -> Result<bool> {
@@ -307,6 +378,7 @@ impl<'a> Schedule<'a> {
                 let max = frag_limit(ctx.ep.max_payload(world_peer)?, ctx.extent);
                 let mut hdr =
                     FrameHeader::new(&ctx.sig, ctx.comm_id, ctx.seq, *tag, ctx.ep.rank as u32);
+                hdr.set_msg_len(*len as u64);
                 let mut moved = false;
                 while *done < *len || !*started {
                     let n = (*len - *done).min(max);
@@ -354,6 +426,16 @@ impl<'a> Schedule<'a> {
                 let (dst, len, fold) = (*dst, *len, *fold);
                 let mut consume = |hdr: &FrameHeader, payload: &[u8]| -> Result<bool> {
                     let n = payload.len();
+                    if hdr.msg_len() != len as u64 {
+                        return Err(Error::new(
+                            Class::Truncate,
+                            format!(
+                                "message size mismatch in {}: rank {world_peer} sends {} bytes where this rank expects {len}: were the counts and datatypes consistent on every rank?",
+                                ctx.sig.kind.mpi_name(),
+                                hdr.msg_len()
+                            ),
+                        ));
+                    }
                     if hdr.offset as usize != *done || *done + n > len || n % extent != 0 {
                         return Err(Error::other(format!(
                             "unexpected fragment from rank {world_peer}: {n} bytes at offset {} of a {len}-byte message (have {}): were the counts equal on every rank?",

@@ -20,6 +20,8 @@
 //! | `reserved[0..8]` | the message's size in MPI's sense (type size × count, little-endian u64): what a status reports; differs from `count` only for types with padding (`MPI_DOUBLE_INT`, ...) |
 //! | `op`, `flags` | 0 |
 //!
+//! Collective frames keep the whole message's length in `reserved[8..16]` ([`FrameHeader::msg_len`]).
+//!
 //! Collective matching ignores `P2p` frames and point-to-point matching takes only `P2p` frames,
 //! so the two share every channel without ever consuming each other's frames.
 
@@ -211,6 +213,17 @@ impl FrameHeader {
         };
         h.reserved[..8].copy_from_slice(&mpi_bytes.to_le_bytes());
         h
+    }
+
+    /// Collective frames: the length in bytes of the whole message this fragment belongs to
+    /// (`reserved[8..16]`), so a receiver expecting a different length fails at the first
+    /// fragment instead of waiting for bytes that never come (mismatched v-variant counts).
+    pub fn msg_len(&self) -> u64 {
+        u64::from_le_bytes(self.reserved[8..16].try_into().expect("8 bytes"))
+    }
+
+    pub fn set_msg_len(&mut self, len: u64) {
+        self.reserved[8..16].copy_from_slice(&len.to_le_bytes());
     }
 
     pub fn is_p2p(&self) -> bool {
