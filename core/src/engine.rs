@@ -286,7 +286,9 @@ impl<'a> Schedule<'a> {
         }
         self.dep_start = start;
         self.dependents = deps;
-        self.active = (0..n as u32).filter(|&i| self.unmet[i as usize] == 0).collect();
+        self.active = (0..n as u32)
+            .filter(|&i| self.unmet[i as usize] == 0)
+            .collect();
         self.remaining = n;
         self.built = true;
     }
