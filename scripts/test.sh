@@ -15,6 +15,7 @@ command -v mpicc.mpich >/dev/null 2>&1 || need+=(mpich libmpich-dev)
 command -v mpicc.openmpi >/dev/null 2>&1 || need+=(openmpi-bin libopenmpi-dev)
 command -v g++ >/dev/null 2>&1 || need+=(g++)
 command -v nm >/dev/null 2>&1 || need+=(binutils)
+command -v ip >/dev/null 2>&1 || need+=(iproute2)
 if [ ${#need[@]} -gt 0 ]; then
     sudo=""
     [ "$(id -u)" -ne 0 ] && sudo="sudo"
@@ -43,9 +44,12 @@ compat-tests/check-header.sh
 step "C compatibility and multi-rank suites (hcomm, MPICH, Open MPI)"
 REQUIRE_ALL=1 compat-tests/run.sh
 
+step "every C program on hcomm at 6 ranks too"
+NPROCS="6" HCOMM_NPROCS="6" HCOMM_ALGOS="default" compat-tests/run.sh --impl hcomm
+
 step "the hcomm suites over TCP (HCOMM_TRANSPORT=tcp on one host)"
-HCOMM_TRANSPORT=tcp HCOMM_NPROCS="1 2 3 4 5" NPROCS="1 2 3 4" HCOMM_ALGOS="default ring chunk4096" \
-    compat-tests/run.sh --impl hcomm --only coll_check,bitwise,threads
+HCOMM_TRANSPORT=tcp HCOMM_NPROCS="1 2 3 4 5" NPROCS="1 2 3 4" HCOMM_ALGOS="default ring oneshot tree pipeline chunk4096" \
+    compat-tests/run.sh --impl hcomm
 
 step "TCP transport: file:// rendezvous without a launcher, dead peer, transport errors"
 scripts/tcp-test.sh
