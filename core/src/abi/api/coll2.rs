@@ -3,12 +3,19 @@
 //! lets a variant report its own name; count and displacement arrays come as [`Ints`]).
 //!
 //! Every argument is checked before any data moves. The data-movement collectives hand the
-//! algorithms byte spans `(pointer, bytes)`, one per rank: the turning of (buffer, count,
-//! datatype, displacement) into bytes happens only in [`typed`], [`spans`] and [`regular`].
-//! Displacements may be negative (MPI allows blocks before the buffer's start address).
+//! algorithms byte spans `(pointer, bytes)`, one per rank. A buffer's per-rank blocks are
+//! first laid out ([`laid_out`], [`regular`]: `count` items at `displ × extent` bytes from the
+//! buffer, displacements in units of the datatype's extent and possibly negative, as MPI
+//! says), then turned into spans by the datatype's view (see `typearg.rs`): predefined and
+//! contiguous types are spans of the user's buffer (zero copies, nothing allocated); any other
+//! derived type (vector, indexed, struct) is packed block by block into one staging buffer,
+//! and received blocks are unpacked into the user's layout after the call, leaving the bytes
+//! between the typemap's entries untouched. A block's span is its packed form: every rank's
+//! view of the same type signature has the same bytes, so sendtype and recvtype may differ
+//! (2 × `vector(2, 1, 3, MPI_INT)` against 4 × `MPI_INT`).
 //!
-//! Signatures: every frame carries one and receivers compare it. sendtype and recvtype may
-//! differ as long as the type signatures match, so the count in a data-movement signature is
+//! Signatures: every frame carries one and receivers compare it. Since sendtype and recvtype
+//! may differ as long as the type signatures match, the count in a data-movement signature is
 //! the type signature's length in bytes (count × type size) with the datatype `MPI_BYTE`: per
 //! block for Gather/Scatter/Alltoall, the total for Allgatherv (every rank knows all counts),
 //! and 0 where no rank but one knows the counts (Gatherv, Scatterv) or they are pairwise
@@ -26,9 +33,6 @@ use crate::runtime;
 
 /// `MPI_BYTE`: the unit of data-movement signatures (see the module comment).
 const BYTE: c_int = 0x4c00_010d;
-
-/// A byte span `(pointer, bytes)` of a receive buffer; send spans are the same, read-only.
-type Span = (*mut u8, usize);
 
 /// An array of counts or displacements: `int[]` in the classic functions, `MPI_Count[]` /
 /// `MPI_Aint[]` (both 64-bit) in the `_c` variants.
@@ -66,148 +70,242 @@ impl Ints {
     }
 }
 
-/// A validated (count, datatype) pair and the bytes it covers.
+/// One side (send or receive) of a data-movement collective: its datatype and how it moves.
+struct Side {
+    t: TypeArg,
+    v: View,
+}
+
+impl Side {
+    fn new(dt: c_int, what: &str) -> Result<Side> {
+        let t = type_arg(dt, what)?;
+        let v = t.moving();
+        Ok(Side { t, v })
+    }
+
+    /// What `count` items carry.
+    fn typed(&self, count: usize, cname: &str) -> Result<Typed> {
+        Ok(Typed {
+            bytes: self.v.bytes(count, cname)?,
+            sig: count * self.t.size(),
+        })
+    }
+}
+
+/// What a block carries.
+#[derive(Clone, Copy)]
 struct Typed {
-    /// Bytes in a buffer: count × extent.
+    /// Bytes the algorithms move: the packed items (count × extent for predefined and
+    /// contiguous types).
     bytes: usize,
     /// Length of the type signature: count × size (what must match between sender and
-    /// receiver; differs from `bytes` only for types with padding, such as `MPI_DOUBLE_INT`).
+    /// receiver; differs from `bytes` for types with padding, such as `MPI_DOUBLE_INT`).
     sig: usize,
 }
 
-fn typed(count: Count, dt: c_int, cname: &str, tname: &str) -> Result<Typed> {
-    let count = count_arg(count, cname)?;
-    let d = raw_datatype_arg(dt, tname)?;
-    let bytes = nbytes(count, &d, cname)?;
-    Ok(Typed {
-        bytes,
-        sig: count * d.size,
-    })
+/// The per-rank blocks of a buffer, validated.
+struct Laid {
+    /// `(byte offset from the buffer, count)` per rank.
+    items: Vec<(isize, usize)>,
+    typed: Vec<Typed>,
 }
 
-/// Spans of `counts[i]` elements at `displs[i]` elements from `buf`, of datatype `d`.
-fn spans(
+impl Laid {
+    fn bytes(&self) -> usize {
+        self.typed.iter().map(|t| t.bytes).sum()
+    }
+}
+
+/// Blocks of `counts[i]` items at `displs[i]` extents from `buf`, of datatype `side`.
+fn laid_out(
     buf: *const c_void,
+    side: &Side,
     counts: &[usize],
     displs: &[i64],
-    d: &Datatype,
     names: [&str; 3],
-) -> Result<Vec<Span>> {
+) -> Result<Laid> {
     let [bname, cname, dname] = names;
-    let mut out = Vec::with_capacity(counts.len());
+    let ext = side.t.extent() as i64;
+    let mut items = Vec::with_capacity(counts.len());
+    let mut typed = Vec::with_capacity(counts.len());
     let mut total = 0usize;
     for (i, (&c, &disp)) in counts.iter().zip(displs).enumerate() {
-        let len = nbytes(c, d, &format!("{cname}[{i}]"))?;
-        let off = disp
-            .checked_mul(d.extent as i64)
+        let t = side.typed(c, &format!("{cname}[{i}]"))?;
+        let at = disp
+            .checked_mul(ext)
             .and_then(|o| isize::try_from(o).ok())
             .ok_or_else(|| Error::new(Class::Arg, format!("{dname}[{i}] ({disp}) is too large")))?;
-        total = total.saturating_add(len);
-        out.push((buf.cast::<u8>().wrapping_offset(off) as *mut u8, len));
+        total = total
+            .checked_add(t.bytes)
+            .filter(|&b| b <= isize::MAX as usize)
+            .ok_or_else(|| Error::new(Class::Count, format!("the {cname} add up to too much")))?;
+        items.push((at, c));
+        typed.push(t);
     }
     buf_arg(buf, total, bname)?;
-    Ok(out)
+    Ok(Laid { items, typed })
 }
 
-/// `n` spans of `t` back to back from `buf` (Gather, Scatter, Alltoall).
-fn regular(buf: *const c_void, t: &Typed, n: usize, bname: &str, cname: &str) -> Result<Vec<Span>> {
-    let total = t
-        .bytes
-        .checked_mul(n)
+/// `n` blocks of `count` items back to back from `buf` (Gather, Scatter, Alltoall).
+fn regular(
+    buf: *const c_void,
+    side: &Side,
+    count: usize,
+    n: usize,
+    bname: &str,
+    cname: &str,
+) -> Result<Laid> {
+    let too_large = || {
+        Error::new(
+            Class::Count,
+            format!("{cname} × communicator size is too large"),
+        )
+    };
+    let all = count.checked_mul(n).ok_or_else(too_large)?;
+    side.v.bytes(all, cname).map_err(|_| too_large())?;
+    all.checked_mul(side.t.extent())
         .filter(|&b| b <= isize::MAX as usize)
-        .ok_or_else(|| {
-            Error::new(
-                Class::Count,
-                format!("{cname} × communicator size is too large"),
-            )
-        })?;
-    buf_arg(buf, total, bname)?;
-    let base = buf.cast::<u8>() as *mut u8;
-    Ok((0..n)
-        .map(|i| (base.wrapping_add(i * t.bytes), t.bytes))
-        .collect())
+        .ok_or_else(too_large)?;
+    // Fits: all × extent fits in isize.
+    let displs: Vec<i64> = (0..n).map(|i| (i * count) as i64).collect();
+    laid_out(
+        buf,
+        side,
+        &vec![count; n],
+        &displs,
+        [bname, cname, "displs"],
+    )
 }
 
 /// Sender's and receiver's sides of one block must carry the same data.
-fn matching(send: &Typed, recv_sig: usize, recv_bytes: usize, recv_name: &str) -> Result<()> {
-    if send.sig != recv_sig || send.bytes != recv_bytes {
+fn matching(send: &Typed, recv: &Typed, recv_name: &str) -> Result<()> {
+    if send.sig != recv.sig || send.bytes != recv.bytes {
         return Err(Error::new(
             Class::Truncate,
             format!(
-                "sendcount×sendtype ({} bytes) does not match {recv_name} ({recv_bytes} bytes)",
-                send.bytes
+                "sendcount×sendtype ({} bytes of data) does not match {recv_name} ({} bytes of data)",
+                send.sig, recv.sig
             ),
         ));
     }
     Ok(())
 }
 
-/// The own contribution of a rank whose block also lands in its receive buffer at `own`
-/// (Gather(v) at the root, Allgatherv): `MPI_IN_PLACE` means it is already there. Returns the
-/// send pointer.
-unsafe fn own_send(
+/// A validated buffer of `count` items of one datatype: a rank's send buffer, or the receive
+/// buffer of Scatter(v).
+struct One {
+    side: Side,
+    count: usize,
+    t: Typed,
+}
+
+fn one(buf: *const c_void, count: Count, dt: c_int, names: [&str; 3]) -> Result<One> {
+    let [bname, cname, tname] = names;
+    let count = count_arg(count, cname)?;
+    let side = Side::new(dt, tname)?;
+    let t = side.typed(count, cname)?;
+    buf_arg(buf, t.bytes, bname)?;
+    Ok(One { side, count, t })
+}
+
+const SEND: [&str; 3] = ["sendbuf", "sendcount", "sendtype"];
+const RECV: [&str; 3] = ["recvbuf", "recvcount", "recvtype"];
+
+/// The own contribution of a rank whose block `own` of `recv` also receives it (Gather(v) at
+/// the root, Allgatherv): `None` for `MPI_IN_PLACE` (it is already there).
+fn own_send(
     send: *const c_void,
     scount: Count,
     sdt: c_int,
-    own: Span,
-    own_sig: usize,
     recv: *const c_void,
-) -> Result<*const u8> {
+    laid: &Laid,
+    own: usize,
+) -> Result<Option<One>> {
     if is_in_place(send) {
-        return Ok(own.0);
+        return Ok(None);
     }
-    let t = typed(scount, sdt, "sendcount", "sendtype")?;
-    buf_arg(send, t.bytes, "sendbuf")?;
+    let s = one(send, scount, sdt, SEND)?;
     matching(
-        &t,
-        own_sig,
-        own.1,
+        &s.t,
+        &laid.typed[own],
         "this rank's block of recvcount×recvtype",
     )?;
-    no_alias(send, recv, t.bytes)?;
-    no_alias(send, own.0 as *const c_void, t.bytes)?;
-    Ok(send.cast())
+    let own_user = recv.cast::<u8>().wrapping_offset(laid.items[own].0);
+    no_alias(send, recv, s.t.bytes)?;
+    no_alias(send, own_user.cast(), s.t.bytes)?;
+    Ok(Some(s))
 }
 
-/// A send buffer on a rank that only sends (Gather(v) off the root): pointer and bytes.
-fn plain_send(send: *const c_void, scount: Count, sdt: c_int) -> Result<(*const u8, Typed)> {
-    let t = typed(scount, sdt, "sendcount", "sendtype")?;
-    buf_arg(send, t.bytes, "sendbuf")?;
-    Ok((send.cast(), t))
-}
-
-/// A receive buffer on a rank that only receives (Scatter(v) off the root).
-fn plain_recv(recv: *mut c_void, rcount: Count, rdt: c_int) -> Result<(*mut u8, Typed)> {
-    let t = typed(rcount, rdt, "recvcount", "recvtype")?;
-    buf_arg(recv, t.bytes, "recvbuf")?;
-    Ok((recv.cast(), t))
-}
-
-/// The root's own block in Scatter(v): `MPI_IN_PLACE` leaves it in the send buffer at `own`.
-unsafe fn own_recv(
+/// The root's own block in Scatter(v), block `own` of `send`: `None` for `MPI_IN_PLACE` (it
+/// stays in the send buffer).
+fn own_recv(
     recv: *mut c_void,
     rcount: Count,
     rdt: c_int,
-    own: Span,
-    own_sig: usize,
     send: *const c_void,
-) -> Result<*mut u8> {
+    laid: &Laid,
+    own: usize,
+) -> Result<Option<One>> {
     if is_in_place(recv) {
-        return Ok(own.0);
+        return Ok(None);
     }
-    let (p, t) = plain_recv(recv, rcount, rdt)?;
-    let own_t = Typed {
-        sig: own_sig,
-        bytes: own.1,
-    };
-    matching(&own_t, t.sig, t.bytes, "recvcount×recvtype")?;
-    no_alias(send, recv, t.bytes)?;
-    no_alias(own.0 as *const c_void, recv, t.bytes)?;
-    Ok(p)
+    let r = one(recv, rcount, rdt, RECV)?;
+    matching(&laid.typed[own], &r.t, "recvcount×recvtype")?;
+    let own_user = send.cast::<u8>().wrapping_offset(laid.items[own].0);
+    no_alias(send, recv, r.t.bytes)?;
+    no_alias(own_user.cast(), recv, r.t.bytes)?;
+    Ok(Some(r))
+}
+
+fn read_only(s: &[(*mut u8, usize)]) -> Vec<(*const u8, usize)> {
+    s.iter().map(|&(p, len)| (p as *const u8, len)).collect()
 }
 
 // ---------------------------------------------------------------------------------------------
 // Gather, Scatter
+
+/// A rank that only sends its block to the root.
+unsafe fn gather_leaf(
+    c: &Comm,
+    send: *const c_void,
+    s: &One,
+    root: usize,
+    sig: Signature,
+) -> Result<()> {
+    // SAFETY: MPI: sendbuf holds `sendcount` items to read.
+    let st = unsafe { s.side.v.stage(send, s.count, true, false) };
+    coll::gatherv(c, st.ptr(), s.t.bytes, &[], root, sig)
+}
+
+/// The root of Gather(v): receives block p of `recv` from rank p; `own` is its own
+/// contribution (`None`: in place).
+#[allow(clippy::too_many_arguments)]
+unsafe fn gather_root(
+    c: &Comm,
+    send: *const c_void,
+    own: Option<One>,
+    recv: *mut c_void,
+    rs: &Side,
+    laid: &Laid,
+    root: usize,
+    sig: Signature,
+) -> Result<()> {
+    let rb = rs.v.blocks(recv, &laid.items);
+    // SAFETY: MPI: sendbuf holds `sendcount` items to read.
+    let st = own.map(|s| unsafe { s.side.v.stage(send, s.count, true, false) });
+    let sp = match &st {
+        Some(s) => s.ptr() as *const u8,
+        None => {
+            // SAFETY: in place, the root's own block is read from its place in recvbuf.
+            unsafe { rb.load(root) };
+            rb.spans()[root].0
+        }
+    };
+    coll::gatherv(c, sp, laid.typed[root].bytes, rb.spans(), root, sig)?;
+    // SAFETY: MPI: recvbuf holds every rank's block, to write.
+    unsafe { rb.store_all_but(st.is_none().then_some(root)) };
+    Ok(())
+}
 
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn gather(
@@ -224,18 +322,19 @@ pub unsafe fn gather(
     guard(name, Some(comm), || {
         let c = comm_of(runtime::get()?, comm)?;
         let root = root_arg(root, &c)?;
-        let (sp, slen, ssig, rs) = if c.rank == root {
-            let t = typed(rcount, rdt, "recvcount", "recvtype")?;
-            let rs = regular(recv, &t, c.size(), "recvbuf", "recvcount")?;
-            // SAFETY: pointers are checked inside before use.
-            let sp = unsafe { own_send(send, scount, sdt, rs[root], t.sig, recv) }?;
-            (sp, t.bytes, t.sig, rs)
-        } else {
-            let (sp, t) = plain_send(send, scount, sdt)?;
-            (sp, t.bytes, t.sig, Vec::new())
-        };
-        let sig = sig(Kind::Gather, ssig, BYTE, 0, root as i32);
-        coll::gatherv(&c, sp, slen, &rs, root, sig)
+        if c.rank != root {
+            let s = one(send, scount, sdt, SEND)?;
+            let sig = sig(Kind::Gather, s.t.sig, BYTE, 0, root as i32);
+            // SAFETY: validated above.
+            return unsafe { gather_leaf(&c, send, &s, root, sig) };
+        }
+        let rcnt = count_arg(rcount, "recvcount")?;
+        let rs = Side::new(rdt, "recvtype")?;
+        let laid = regular(recv, &rs, rcnt, c.size(), "recvbuf", "recvcount")?;
+        let own = own_send(send, scount, sdt, recv, &laid, root)?;
+        let sig = sig(Kind::Gather, laid.typed[root].sig, BYTE, 0, root as i32);
+        // SAFETY: validated above.
+        unsafe { gather_root(&c, send, own, recv, &rs, &laid, root, sig) }
     })
 }
 
@@ -255,30 +354,80 @@ pub unsafe fn gatherv(
     guard(name, Some(comm), || {
         let c = comm_of(runtime::get()?, comm)?;
         let root = root_arg(root, &c)?;
-        let (sp, slen, rs) = if c.rank == root {
-            let n = c.size();
-            // SAFETY: MPI requires both arrays to hold one element per rank at the root.
-            let counts = unsafe { rcounts.counts(n, "recvcounts") }?;
-            // SAFETY: as above.
-            let displs = unsafe { displs.read(n, "displs") }?;
-            let d = raw_datatype_arg(rdt, "recvtype")?;
-            let rs = spans(
-                recv,
-                &counts,
-                &displs,
-                &d,
-                ["recvbuf", "recvcounts", "displs"],
-            )?;
-            // SAFETY: pointers are checked inside before use.
-            let sp = unsafe { own_send(send, scount, sdt, rs[root], counts[root] * d.size, recv) }?;
-            (sp, rs[root].1, rs)
-        } else {
-            let (sp, t) = plain_send(send, scount, sdt)?;
-            (sp, t.bytes, Vec::new())
-        };
         let sig = sig(Kind::Gatherv, 0, BYTE, 0, root as i32);
-        coll::gatherv(&c, sp, slen, &rs, root, sig)
+        if c.rank != root {
+            let s = one(send, scount, sdt, SEND)?;
+            // SAFETY: validated above.
+            return unsafe { gather_leaf(&c, send, &s, root, sig) };
+        }
+        let n = c.size();
+        // SAFETY: MPI requires both arrays to hold one element per rank at the root.
+        let counts = unsafe { rcounts.counts(n, "recvcounts") }?;
+        // SAFETY: as above.
+        let displs = unsafe { displs.read(n, "displs") }?;
+        let rs = Side::new(rdt, "recvtype")?;
+        let laid = laid_out(
+            recv,
+            &rs,
+            &counts,
+            &displs,
+            ["recvbuf", "recvcounts", "displs"],
+        )?;
+        let own = own_send(send, scount, sdt, recv, &laid, root)?;
+        // SAFETY: validated above.
+        unsafe { gather_root(&c, send, own, recv, &rs, &laid, root, sig) }
     })
+}
+
+/// A rank that only receives its block from the root.
+unsafe fn scatter_leaf(
+    c: &Comm,
+    recv: *mut c_void,
+    r: &One,
+    root: usize,
+    sig: Signature,
+) -> Result<()> {
+    // SAFETY: MPI: recvbuf holds `recvcount` items to write.
+    let st = unsafe { r.side.v.stage(recv, r.count, false, true) };
+    coll::scatterv(c, &[], st.ptr(), r.t.bytes, root, sig)?;
+    // SAFETY: as above.
+    unsafe { st.finish() };
+    Ok(())
+}
+
+/// The root of Scatter(v): sends block p of `send` to rank p; `own` receives its own block
+/// (`None`: in place).
+#[allow(clippy::too_many_arguments)]
+unsafe fn scatter_root(
+    c: &Comm,
+    send: *const c_void,
+    ss: &Side,
+    laid: &Laid,
+    recv: *mut c_void,
+    own: Option<One>,
+    root: usize,
+    sig: Signature,
+) -> Result<()> {
+    let sb = ss.v.blocks(send, &laid.items);
+    // SAFETY: MPI: sendbuf holds every rank's block, to read (in place, the root's own block
+    // stays where it is and is not needed).
+    unsafe { sb.load_all_but(own.is_none().then_some(root)) };
+    // SAFETY: MPI: recvbuf holds `recvcount` items to write.
+    let st = own.map(|r| unsafe { r.side.v.stage(recv, r.count, false, true) });
+    let rp = st.as_ref().map_or(sb.spans()[root].0, |s| s.ptr());
+    coll::scatterv(
+        c,
+        &read_only(sb.spans()),
+        rp,
+        laid.typed[root].bytes,
+        root,
+        sig,
+    )?;
+    if let Some(st) = st {
+        // SAFETY: as above.
+        unsafe { st.finish() };
+    }
+    Ok(())
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -296,18 +445,19 @@ pub unsafe fn scatter(
     guard(name, Some(comm), || {
         let c = comm_of(runtime::get()?, comm)?;
         let root = root_arg(root, &c)?;
-        let (ss, rp, rlen, rsig) = if c.rank == root {
-            let t = typed(scount, sdt, "sendcount", "sendtype")?;
-            let ss = regular(send, &t, c.size(), "sendbuf", "sendcount")?;
-            // SAFETY: pointers are checked inside before use.
-            let rp = unsafe { own_recv(recv, rcount, rdt, ss[root], t.sig, send) }?;
-            (ss, rp, t.bytes, t.sig)
-        } else {
-            let (rp, t) = plain_recv(recv, rcount, rdt)?;
-            (Vec::new(), rp, t.bytes, t.sig)
-        };
-        let sig = sig(Kind::Scatter, rsig, BYTE, 0, root as i32);
-        coll::scatterv(&c, &read_only(&ss), rp, rlen, root, sig)
+        if c.rank != root {
+            let r = one(recv, rcount, rdt, RECV)?;
+            let sig = sig(Kind::Scatter, r.t.sig, BYTE, 0, root as i32);
+            // SAFETY: validated above.
+            return unsafe { scatter_leaf(&c, recv, &r, root, sig) };
+        }
+        let scnt = count_arg(scount, "sendcount")?;
+        let ss = Side::new(sdt, "sendtype")?;
+        let laid = regular(send, &ss, scnt, c.size(), "sendbuf", "sendcount")?;
+        let own = own_recv(recv, rcount, rdt, send, &laid, root)?;
+        let sig = sig(Kind::Scatter, laid.typed[root].sig, BYTE, 0, root as i32);
+        // SAFETY: validated above.
+        unsafe { scatter_root(&c, send, &ss, &laid, recv, own, root, sig) }
     })
 }
 
@@ -327,35 +477,29 @@ pub unsafe fn scatterv(
     guard(name, Some(comm), || {
         let c = comm_of(runtime::get()?, comm)?;
         let root = root_arg(root, &c)?;
-        let (ss, rp, rlen) = if c.rank == root {
-            let n = c.size();
-            // SAFETY: MPI requires both arrays to hold one element per rank at the root.
-            let counts = unsafe { scounts.counts(n, "sendcounts") }?;
-            // SAFETY: as above.
-            let displs = unsafe { displs.read(n, "displs") }?;
-            let d = raw_datatype_arg(sdt, "sendtype")?;
-            let ss = spans(
-                send,
-                &counts,
-                &displs,
-                &d,
-                ["sendbuf", "sendcounts", "displs"],
-            )?;
-            // SAFETY: pointers are checked inside before use.
-            let rp = unsafe { own_recv(recv, rcount, rdt, ss[root], counts[root] * d.size, send) }?;
-            let rlen = ss[root].1;
-            (ss, rp, rlen)
-        } else {
-            let (rp, t) = plain_recv(recv, rcount, rdt)?;
-            (Vec::new(), rp, t.bytes)
-        };
         let sig = sig(Kind::Scatterv, 0, BYTE, 0, root as i32);
-        coll::scatterv(&c, &read_only(&ss), rp, rlen, root, sig)
+        if c.rank != root {
+            let r = one(recv, rcount, rdt, RECV)?;
+            // SAFETY: validated above.
+            return unsafe { scatter_leaf(&c, recv, &r, root, sig) };
+        }
+        let n = c.size();
+        // SAFETY: MPI requires both arrays to hold one element per rank at the root.
+        let counts = unsafe { scounts.counts(n, "sendcounts") }?;
+        // SAFETY: as above.
+        let displs = unsafe { displs.read(n, "displs") }?;
+        let ss = Side::new(sdt, "sendtype")?;
+        let laid = laid_out(
+            send,
+            &ss,
+            &counts,
+            &displs,
+            ["sendbuf", "sendcounts", "displs"],
+        )?;
+        let own = own_recv(recv, rcount, rdt, send, &laid, root)?;
+        // SAFETY: validated above.
+        unsafe { scatter_root(&c, send, &ss, &laid, recv, own, root, sig) }
     })
-}
-
-fn read_only(s: &[Span]) -> Vec<(*const u8, usize)> {
-    s.iter().map(|&(p, len)| (p as *const u8, len)).collect()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -375,28 +519,64 @@ pub unsafe fn allgatherv(
 ) -> c_int {
     guard(name, Some(comm), || {
         let c = comm_of(runtime::get()?, comm)?;
-        let n = c.size();
+        let (n, r) = (c.size(), c.rank);
         // SAFETY: MPI requires both arrays to hold one element per rank.
         let counts = unsafe { rcounts.counts(n, "recvcounts") }?;
         // SAFETY: as above.
         let displs = unsafe { displs.read(n, "displs") }?;
-        let d = raw_datatype_arg(rdt, "recvtype")?;
-        let rs = spans(
+        let rs = Side::new(rdt, "recvtype")?;
+        let laid = laid_out(
             recv,
+            &rs,
             &counts,
             &displs,
-            &d,
             ["recvbuf", "recvcounts", "displs"],
         )?;
-        let own_sig = counts[c.rank] * d.size;
-        // SAFETY: pointers are checked inside before use.
-        let sp = unsafe { own_send(send, scount, sdt, rs[c.rank], own_sig, recv) }?;
-        // Fits: every block's bytes fit in isize, and size <= extent.
-        let total = counts
-            .iter()
-            .fold(0usize, |a, &k| a.saturating_add(k * d.size));
-        coll::allgatherv(&c, sp, &rs, sig(Kind::Allgatherv, total, BYTE, 0, -1))
+        let own = own_send(send, scount, sdt, recv, &laid, r)?;
+        // Fits: every signature is at most its block's bytes, which add up to an isize.
+        let total: usize = laid.typed.iter().map(|t| t.sig).sum();
+        let rb = rs.v.blocks(recv, &laid.items);
+        // SAFETY: MPI: sendbuf holds `sendcount` items to read.
+        let st = own.map(|s| unsafe { s.side.v.stage(send, s.count, true, false) });
+        let sp = match &st {
+            Some(s) => s.ptr() as *const u8,
+            None => {
+                // SAFETY: in place, the own block is read from its place in recvbuf.
+                unsafe { rb.load(r) };
+                rb.spans()[r].0
+            }
+        };
+        coll::allgatherv(
+            &c,
+            sp,
+            rb.spans(),
+            sig(Kind::Allgatherv, total, BYTE, 0, -1),
+        )?;
+        // SAFETY: MPI: recvbuf holds every rank's block, to write.
+        unsafe { rb.store_all_but(st.is_none().then_some(r)) };
+        Ok(())
     })
+}
+
+/// Alltoall(v) once both buffers are laid out: `send` is `None` in place (the blocks to send
+/// are the receive buffer's).
+unsafe fn exchange(
+    c: &Comm,
+    send: Option<(*const c_void, &Side, &Laid)>,
+    recv: *mut c_void,
+    rs: &Side,
+    rlaid: &Laid,
+    sig: Signature,
+) -> Result<()> {
+    let rb = rs.v.blocks(recv, &rlaid.items);
+    let sb = send.map(|(buf, s, l)| s.v.blocks(buf, &l.items));
+    // SAFETY: MPI: sendbuf holds every rank's block, to read (in place, recvbuf does).
+    unsafe { sb.as_ref().unwrap_or(&rb).load_all_but(None) };
+    let ss = read_only(sb.as_ref().unwrap_or(&rb).spans());
+    coll::alltoallv(c, &ss, rb.spans(), sig)?;
+    // SAFETY: MPI: recvbuf holds every rank's block, to write.
+    unsafe { rb.store_all_but(None) };
+    Ok(())
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -413,19 +593,27 @@ pub unsafe fn alltoall(
     guard(name, Some(comm), || {
         let c = comm_of(runtime::get()?, comm)?;
         let n = c.size();
-        let rt = typed(rcount, rdt, "recvcount", "recvtype")?;
-        let rs = regular(recv, &rt, n, "recvbuf", "recvcount")?;
-        let ss = if is_in_place(send) {
-            rs.clone()
+        let rcnt = count_arg(rcount, "recvcount")?;
+        let rs = Side::new(rdt, "recvtype")?;
+        let rlaid = regular(recv, &rs, rcnt, n, "recvbuf", "recvcount")?;
+        let sendside = if is_in_place(send) {
+            None
         } else {
-            let st = typed(scount, sdt, "sendcount", "sendtype")?;
-            matching(&st, rt.sig, rt.bytes, "recvcount×recvtype")?;
-            let ss = regular(send, &st, n, "sendbuf", "sendcount")?;
-            no_alias(send, recv, st.bytes * n)?;
-            ss
+            let scnt = count_arg(scount, "sendcount")?;
+            let ss = Side::new(sdt, "sendtype")?;
+            matching(
+                &ss.typed(scnt, "sendcount")?,
+                &rlaid.typed[0],
+                "recvcount×recvtype",
+            )?;
+            let slaid = regular(send, &ss, scnt, n, "sendbuf", "sendcount")?;
+            no_alias(send, recv, slaid.bytes())?;
+            Some((ss, slaid))
         };
-        let sig = sig(Kind::Alltoall, rt.sig, BYTE, 0, -1);
-        coll::alltoallv(&c, &read_only(&ss), &rs, sig)
+        let sig = sig(Kind::Alltoall, rlaid.typed[0].sig, BYTE, 0, -1);
+        let s = sendside.as_ref().map(|(ss, l)| (send, ss, l));
+        // SAFETY: validated above.
+        unsafe { exchange(&c, s, recv, &rs, &rlaid, sig) }
     })
 }
 
@@ -449,49 +637,42 @@ pub unsafe fn alltoallv(
         let rcounts = unsafe { rcounts.counts(n, "recvcounts") }?;
         // SAFETY: as above.
         let rdispls = unsafe { rdispls.read(n, "rdispls") }?;
-        let rd = raw_datatype_arg(rdt, "recvtype")?;
-        let rs = spans(
+        let rs = Side::new(rdt, "recvtype")?;
+        let rlaid = laid_out(
             recv,
+            &rs,
             &rcounts,
             &rdispls,
-            &rd,
             ["recvbuf", "recvcounts", "rdispls"],
         )?;
-        let ss = if is_in_place(send) {
-            rs.clone()
+        let sendside = if is_in_place(send) {
+            None
         } else {
             // SAFETY: as above.
             let scounts = unsafe { scounts.counts(n, "sendcounts") }?;
             // SAFETY: as above.
             let sdispls = unsafe { sdispls.read(n, "sdispls") }?;
-            let sd = raw_datatype_arg(sdt, "sendtype")?;
-            let ss = spans(
+            let ss = Side::new(sdt, "sendtype")?;
+            let slaid = laid_out(
                 send,
+                &ss,
                 &scounts,
                 &sdispls,
-                &sd,
                 ["sendbuf", "sendcounts", "sdispls"],
             )?;
-            let own = Typed {
-                bytes: ss[r].1,
-                sig: scounts[r] * sd.size,
-            };
             matching(
-                &own,
-                rcounts[r] * rd.size,
-                rs[r].1,
+                &slaid.typed[r],
+                &rlaid.typed[r],
                 "recvcounts[rank]×recvtype",
             )?;
-            let moved = ss.iter().chain(&rs).map(|s| s.1).max().unwrap_or(0);
+            let moved = slaid.bytes().max(rlaid.bytes());
             no_alias(send, recv, moved)?;
-            ss
+            Some((ss, slaid))
         };
-        coll::alltoallv(
-            &c,
-            &read_only(&ss),
-            &rs,
-            sig(Kind::Alltoallv, 0, BYTE, 0, -1),
-        )
+        let sig = sig(Kind::Alltoallv, 0, BYTE, 0, -1);
+        let s = sendside.as_ref().map(|(ss, l)| (send, ss, l));
+        // SAFETY: validated above.
+        unsafe { exchange(&c, s, recv, &rs, &rlaid, sig) }
     })
 }
 

@@ -87,31 +87,6 @@ pub(crate) fn datatype_arg(dt: c_int, what: &str) -> Result<Datatype> {
         })
 }
 
-/// For calls that still move `count × extent` raw bytes from the buffer (not converted to
-/// [`type_arg`]): a predefined type, or a committed derived type whose items are plain arrays
-/// from their origin (`MPI_Type_contiguous` and the like). Other derived types are refused
-/// (`MPI_ERR_TYPE`) rather than moved wrong.
-pub(crate) fn raw_datatype_arg(dt: c_int, what: &str) -> Result<Datatype> {
-    let d = datatype_arg(dt, what)?;
-    if let Some(t) = h::user_type(dt) {
-        if !t.committed() {
-            return Err(Error::new(
-                Class::Type,
-                format!("{what} 0x{dt:x} is not committed (call MPI_Type_commit first)"),
-            ));
-        }
-        let l = &t.layout;
-        let raw = l.dense().is_some_and(|(disp, _, _)| disp == 0) || l.extent() == 0;
-        if !raw {
-            return Err(Error::new(
-                Class::Type,
-                format!("{what} 0x{dt:x} is a non-contiguous derived datatype, which this call does not support yet"),
-            ));
-        }
-    }
-    Ok(d)
-}
-
 pub(crate) fn root_arg(root: c_int, comm: &Comm) -> Result<usize> {
     usize::try_from(root)
         .ok()
@@ -123,18 +98,6 @@ pub(crate) fn root_arg(root: c_int, comm: &Comm) -> Result<usize> {
                     "root {root} is not a rank of a communicator of size {}",
                     comm.size()
                 ),
-            )
-        })
-}
-
-pub(crate) fn nbytes(count: usize, d: &Datatype, what: &str) -> Result<usize> {
-    count
-        .checked_mul(d.extent)
-        .filter(|&b| b <= isize::MAX as usize)
-        .ok_or_else(|| {
-            Error::new(
-                Class::Count,
-                format!("{what} {count} is too large for the datatype"),
             )
         })
 }

@@ -83,6 +83,14 @@ impl TypeArg {
         }
     }
 
+    /// `MPI_Type_size`: bytes of data in one item, the length of its type signature.
+    pub fn size(&self) -> usize {
+        match &self.kind {
+            Kind::Predefined(d) => d.size,
+            Kind::Derived(l) => l.size,
+        }
+    }
+
     /// The view for moving data (no reduction).
     pub fn moving(&self) -> View {
         let l = match &self.kind {
@@ -356,6 +364,139 @@ impl Staged {
             } else {
                 l.unpack(self.ptr, self.count, self.user);
             }
+        }
+    }
+}
+
+/// The per-rank blocks of one buffer in the data-movement collectives (Gather(v), Scatter(v),
+/// Allgatherv, Alltoall(v)) as byte spans for the algorithms: block `i` is `count` items, the
+/// first at byte offset `at` from the buffer. When the view is direct, the spans are the user's
+/// buffer (zero copies, no allocation); otherwise they are consecutive spans of one staging
+/// buffer, filled from the user's layout by [`Blocks::load`] and written back to it by
+/// [`Blocks::store`], which leaves the bytes outside the typemap (gaps) untouched.
+pub(crate) struct Blocks {
+    user: *mut u8,
+    /// `(at, count)` of each block.
+    items: Vec<(isize, usize)>,
+    spans: Vec<(*mut u8, usize)>,
+    layout: Option<Arc<Layout>>,
+    native: bool,
+    _buf: Vec<u128>,
+}
+
+impl View {
+    /// The blocks `items` (`(at, count)` each) of the buffer at `buf`. Computes pointers and
+    /// allocates the staging buffer only: reads and writes nothing of the user's.
+    ///
+    /// Every count must have passed [`View::count`], and the blocks' bytes together must fit
+    /// in `isize` (the staging buffer holds them all).
+    pub fn blocks(&self, buf: *const c_void, items: &[(isize, usize)]) -> Blocks {
+        let user = buf as *mut u8;
+        let item = self.per * self.dt.extent;
+        let (layout, native) = match &self.how {
+            How::Direct(off) => {
+                let spans = items
+                    .iter()
+                    .map(|&(at, n)| (user.wrapping_offset(at.wrapping_add(*off)), n * item))
+                    .collect();
+                return Blocks {
+                    user,
+                    items: items.to_vec(),
+                    spans,
+                    layout: None,
+                    native: false,
+                    _buf: Vec::new(),
+                };
+            }
+            How::Pack(l) => (l.clone(), false),
+            How::Native(l) => (l.clone(), true),
+        };
+        let total: usize = items.iter().map(|&(_, n)| n * item).sum();
+        // 16-byte aligned, like `View::stage`'s buffer.
+        let mut v: Vec<u128> = vec![0; total.div_ceil(16)];
+        let base = v.as_mut_ptr().cast::<u8>();
+        let mut at = 0;
+        let spans = items
+            .iter()
+            .map(|&(_, n)| {
+                let s = (base.wrapping_add(at), n * item);
+                at += n * item;
+                s
+            })
+            .collect();
+        Blocks {
+            user,
+            items: items.to_vec(),
+            spans,
+            layout: Some(layout),
+            native,
+            _buf: v,
+        }
+    }
+}
+
+impl Blocks {
+    /// `(pointer, bytes)` of each block, as the algorithms move them.
+    pub fn spans(&self) -> &[(*mut u8, usize)] {
+        &self.spans
+    }
+
+    /// Fills block `i` of the staging buffer from the user's buffer (nothing when direct).
+    ///
+    /// # Safety
+    /// The block's items are readable in the user's buffer.
+    pub unsafe fn load(&self, i: usize) {
+        let Some(l) = &self.layout else { return };
+        let ((at, n), dst) = (self.items[i], self.spans[i].0);
+        let src = self.user.wrapping_offset(at);
+        // SAFETY: per the contract; the span holds the block's `n` items.
+        unsafe {
+            if self.native {
+                l.copy_typemap(src, dst.wrapping_offset(-l.lb), n);
+            } else {
+                l.pack(src, n, dst);
+            }
+        }
+    }
+
+    /// Writes block `i` back from the staging buffer to the user's buffer (nothing when
+    /// direct).
+    ///
+    /// # Safety
+    /// The block's items are writable in the user's buffer.
+    pub unsafe fn store(&self, i: usize) {
+        let Some(l) = &self.layout else { return };
+        let ((at, n), src) = (self.items[i], self.spans[i].0);
+        let dst = self.user.wrapping_offset(at);
+        // SAFETY: per the contract; the span holds the block's `n` items.
+        unsafe {
+            if self.native {
+                l.copy_typemap(src.wrapping_offset(-l.lb), dst, n);
+            } else {
+                l.unpack(src, n, dst);
+            }
+        }
+    }
+
+    /// [`Blocks::load`] of every block but `skip`.
+    ///
+    /// # Safety
+    /// As for [`Blocks::load`], for each of them.
+    pub unsafe fn load_all_but(&self, skip: Option<usize>) {
+        for i in (0..self.items.len()).filter(|&i| Some(i) != skip) {
+            // SAFETY: forwarded contract.
+            unsafe { self.load(i) };
+        }
+    }
+
+    /// [`Blocks::store`] of every block but `skip`.
+    ///
+    /// # Safety
+    /// As for [`Blocks::store`], for each of them.
+    pub unsafe fn store_all_but(&self, skip: Option<usize>) {
+        for i in (0..self.items.len()).filter(|&i| Some(i) != skip) {
+            // SAFETY: forwarded contract.
+            unsafe { self.store(i) };
         }
     }
 }
