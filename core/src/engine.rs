@@ -57,6 +57,9 @@ enum Task {
         done: usize,
         started: bool,
         fold: Fold,
+        /// Received bytes of a partial element, when an element is larger than a fragment
+        /// (a user op on a large derived type): reduced once the element is whole.
+        carry: Vec<u8>,
     },
     /// `dst = src` (non-overlapping, or identical).
     Copy {
@@ -191,6 +194,7 @@ impl<'a> Schedule<'a> {
                 done: 0,
                 started: false,
                 fold,
+                carry: Vec::new(),
             },
             deps,
         )
@@ -413,6 +417,7 @@ impl<'a> Schedule<'a> {
                 done,
                 started,
                 fold,
+                carry,
             } => {
                 if self.recv_busy[*peer] == pass {
                     return Ok(false);
@@ -438,15 +443,28 @@ impl<'a> Schedule<'a> {
                             ),
                         ));
                     }
-                    if hdr.offset as usize != *done || *done + n > len || n % extent != 0 {
+                    if hdr.offset as usize != *done || *done + n > len {
                         return Err(Error::other(format!(
                             "unexpected fragment from rank {world_peer}: {n} bytes at offset {} of a {len}-byte message (have {}): were the counts equal on every rank?",
                             hdr.offset, *done
                         )));
                     }
-                    // SAFETY: dst+done..dst+done+n lies inside the receive range (checked
-                    // above); `with` ranges are parallel to dst ranges of the same length.
-                    unsafe { apply(fold, dst.add(*done), payload, *done, extent) };
+                    if matches!(fold, Fold::Copy) || (carry.is_empty() && n % extent == 0) {
+                        // SAFETY: dst+done..dst+done+n lies inside the receive range (checked
+                        // above); `with` ranges are parallel to dst ranges of the same length.
+                        unsafe { apply(fold, dst.add(*done), payload, *done, extent) };
+                    } else {
+                        // Elements straddle fragments: reduce whole elements only.
+                        carry.extend_from_slice(payload);
+                        let whole = carry.len() / extent * extent;
+                        if whole > 0 {
+                            let at = *done + n - carry.len();
+                            // SAFETY: `at..at+whole` lies inside the receive range: the carried
+                            // bytes are the last `carry.len()` bytes received, ending at done+n.
+                            unsafe { apply(fold, dst.add(at), &carry[..whole], at, extent) };
+                            carry.drain(..whole);
+                        }
+                    }
                     *done += n;
                     *started = true;
                     Ok(*done < len)
@@ -510,9 +528,14 @@ pub fn drive(ep: &Endpoint, mut step: impl FnMut(bool) -> Result<Step>) -> Resul
     }
 }
 
-/// Largest fragment carrying whole elements.
+/// Largest fragment: whole elements when an element fits, else the transport's limit (the
+/// receiver then reassembles elements before reducing them).
 fn frag_limit(max_payload: usize, extent: usize) -> usize {
-    (max_payload / extent).max(1) * extent
+    if extent > max_payload {
+        max_payload
+    } else {
+        max_payload / extent * extent
+    }
 }
 
 /// Applies one fragment.
@@ -542,7 +565,7 @@ mod tests {
     fn fragments_hold_whole_elements() {
         assert_eq!(frag_limit(131072, 16), 131072);
         assert_eq!(frag_limit(100, 16), 96);
-        assert_eq!(frag_limit(8, 16), 16);
+        assert_eq!(frag_limit(8, 16), 8);
         assert_eq!(frag_limit(4096, 1), 4096);
     }
 }

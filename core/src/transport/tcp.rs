@@ -743,7 +743,13 @@ impl Link for TcpLink {
         if let Some(e) = self.shared.error() {
             return Err(e);
         }
-        debug_assert!(payload.len() <= self.max_payload);
+        if payload.len() > self.max_payload {
+            return Err(Error::intern(format!(
+                "fragment of {} bytes exceeds the TCP fragment limit of {} bytes",
+                payload.len(),
+                self.max_payload
+            )));
+        }
         let mut seq = self.tx.lock();
         let mut head = [0u8; HEAD];
         head[0..8].copy_from_slice(&seq.to_le_bytes());

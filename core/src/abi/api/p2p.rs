@@ -134,16 +134,18 @@ fn outgoing(
     what: [&str; 3],
 ) -> Result<(Outgoing, Staged)> {
     let n = count_arg(count, what[1])?;
-    let v = type_arg(dt, what[2])?.moving();
+    let t = type_arg(dt, what[2])?;
+    let v = t.moving();
     let len = v.bytes(n, what[1])?;
     buf_arg(buf, len, what[0])?;
-    let elems = v.count(n, what[1])?;
     // SAFETY: MPI: `buf` holds `count` items of the datatype to read.
     let st = unsafe { v.stage(buf, n, true, false) };
     let msg = Outgoing {
         buf: st.ptr(),
         len,
-        mpi_bytes: (elems as u64).saturating_mul(v.dt.size as u64),
+        // MPI's size of the message: items × the type's size (not the bytes on the wire, which
+        // include the padding of pair types inside a mixed derived type).
+        mpi_bytes: (n as u64).saturating_mul(t.size() as u64),
         dtype: v.handle as u32,
     };
     Ok((msg, st))
