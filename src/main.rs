@@ -1,8 +1,9 @@
 //! hcomm — collective communication over the MPI C ABI.
 //!
-//! The `hcomm` command-line tool. Today it has one subcommand, `hcomm run`, the
-//! launcher that starts the ranks of a job on this host (see [`cli::run`]). The
-//! structure is ready for more (`bench`, `info`, `doctor`): each subcommand is a
+//! The `hcomm` command-line tool: `hcomm run`, the launcher that starts the ranks of a
+//! job on this host (see [`cli::run`]), and `hcomm install`, which lays out a drop-in MPI
+//! prefix with `mpicc` and `mpiexec` (see [`cli::install`]). The structure is ready for
+//! more (`bench`, `info`, `doctor`): each subcommand is a
 //! variant of [`Command`] whose arguments and entry point live in a module under
 //! `src/cli/`, and whose entry point returns the process exit code.
 
@@ -22,6 +23,8 @@ struct Cli {
 enum Command {
     /// Start N ranks of a program on this host (like mpirun)
     Run(cli::run::RunArgs),
+    /// Install a drop-in MPI prefix: bin/mpicc, mpicxx, mpiexec; include/mpi.h; lib/libhcomm.so
+    Install(cli::install::InstallArgs),
 }
 
 fn main() {
@@ -31,6 +34,7 @@ fn main() {
     let cli = Cli::parse_from(argv);
     let code = match cli.command {
         Command::Run(args) => cli::run::run(args),
+        Command::Install(args) => cli::install::install(args),
     };
     std::process::exit(code);
 }

@@ -8,6 +8,7 @@
 
 use std::ffi::{OsStr, OsString};
 
+pub mod install;
 pub mod run;
 
 /// Options of `hcomm run` that take a separate value (`-n 4`, `--timeout-kill-secs 3`),
