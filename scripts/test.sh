@@ -6,7 +6,8 @@
 #   - Rust components: rustfmt and clippy.
 # Then: format and lint checks, unit and integration tests (cargo), the header check against
 # MPICH's mpi.h, the C compatibility and multi-rank suites under hcomm, MPICH and Open MPI, the
-# hcomm suites again over TCP, the TCP/rendezvous script and the network-namespace test.
+# hcomm suites again over TCP, the TCP/rendezvous script, the network-namespace test and
+# libhcomm_preload.so preloaded into MPICH and Open MPI programs (compat-tests/preload.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -62,6 +63,9 @@ mkdir -p build
 g++ -O1 -Wall -Wextra -Werror -I include compat-tests/cxx/allreduce_sendrecv.cpp -L target/release -lhcomm \
     -Wl,-rpath,"$PWD/target/release" -o build/cxx_allreduce_sendrecv
 timeout 60 target/release/hcomm run -n 3 build/cxx_allreduce_sendrecv
+
+step "libhcomm_preload.so preloaded into MPICH and Open MPI programs (2 and 3 ranks, HCOMM_STATS, HCOMM_DISABLE)"
+REQUIRE_ALL=1 compat-tests/preload.sh
 
 step "quick start example"
 NP=4 scripts/quickstart.sh

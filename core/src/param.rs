@@ -67,6 +67,16 @@ pub const ALL: &[Param] = &[
         help: "TCP connections per pair of ranks (1..8); frames are spread over them round-robin and put back in order by the receiver.",
     },
     Param {
+        name: "HCOMM_DISABLE",
+        default: "0",
+        help: "Preload library: 1 forwards every intercepted call to the host MPI untouched.",
+    },
+    Param {
+        name: "HCOMM_STATS",
+        default: "0",
+        help: "Preload library: 1 makes each rank print an `hcomm-stats` line at MPI_Finalize (collectives handled/forwarded by hcomm, bytes per transport).",
+    },
+    Param {
         name: "HCOMM_BOOTSTRAP_TIMEOUT",
         default: "60",
         help: "Seconds ranks wait for each other at the rendezvous before failing with the list of missing ranks.",
@@ -147,6 +157,27 @@ pub fn socket_ifname() -> Option<String> {
     V.get_or_init(|| logged("HCOMM_SOCKET_IFNAME", raw("HCOMM_SOCKET_IFNAME")))
         .clone()
 }
+
+/// Parses a boolean value: `1`, `true`, `yes`, `on` (any case) are true.
+pub fn truthy(v: &str) -> bool {
+    matches!(
+        v.trim().to_ascii_lowercase().as_str(),
+        "1" | "true" | "yes" | "on"
+    )
+}
+
+macro_rules! flag_param {
+    ($fn:ident, $name:literal) => {
+        #[doc = concat!("`", $name, "` (see [`ALL`]).")]
+        pub fn $fn() -> bool {
+            static V: OnceLock<bool> = OnceLock::new();
+            *V.get_or_init(|| logged($name, raw($name)).is_some_and(|v| truthy(&v)))
+        }
+    };
+}
+
+flag_param!(disable, "HCOMM_DISABLE");
+flag_param!(stats, "HCOMM_STATS");
 
 /// `HCOMM_ALGO`, logged when set.
 pub fn algo() -> Option<String> {

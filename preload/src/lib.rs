@@ -1,0 +1,228 @@
+//! libhcomm_preload.so: hcomm as an `LD_PRELOAD` interposer for programs built against a real
+//! MPI (MPICH ABI: Debian's `libmpich.so.12`, PyPI's `libmpi.so.12`; Open MPI:
+//! `libmpi.so.40`). Launch with `mpiexec -genv LD_PRELOAD …/libhcomm_preload.so` (MPICH) or
+//! `mpirun -x LD_PRELOAD=…` (Open MPI).
+//!
+//! Exports: only the calls it intercepts — `MPI_Init`, `MPI_Init_thread`, `MPI_Finalize` and
+//! the collectives hcomm will take (`MPI_Allreduce`, `MPI_Bcast`, `MPI_Allgather`,
+//! `MPI_Reduce_scatter`, `MPI_Reduce_scatter_block`, `MPI_Reduce`, `MPI_Barrier`, and the
+//! large-count `_c` variants of those that have one). No `PMPI_` names and nothing else
+//! (`MPI_Get_version`, `MPI_Comm_rank`, …): the host MPI keeps answering those, and probes such
+//! as mpi4py's still see the real library. `libhcomm_preload.symbols` is the checked-in list.
+//!
+//! Every entry point forwards to the host's `PMPI_X` ([`real`]), resolved once on first use.
+//! Handle parameters are pointer-sized: one symbol receives MPICH's `int` handles and Open
+//! MPI's pointers, and forwarding the full register passes either through unchanged (code that
+//! interprets an MPICH handle must narrow it to `i32`: the upper half of an `int` argument
+//! register is undefined). Stage reached so far: every collective is forwarded and counted
+//! ([`stats`]); at `MPI_Init` the host ABI is detected and logged ([`host`]). Library
+//! constructors: none — the preload also lands in `mpiexec` and its daemons.
+
+use std::ffi::{c_char, c_int, c_void};
+use std::panic::catch_unwind;
+
+mod guard;
+mod host;
+mod real;
+mod stats;
+
+use real::Sym;
+use stats::Coll;
+
+/// An MPI handle (communicator, datatype, op) as received from either ABI.
+type Handle = usize;
+/// `MPI_Count`: 8 bytes in every ABI.
+type Count = i64;
+
+/// The return value of a call whose host function is missing.
+fn missing() -> c_int {
+    host::host().abi.err_intern()
+}
+
+/// Defines forwarding collective entry points: `fn MPI_X = c"PMPI_X", Coll, (args);`.
+macro_rules! collectives {
+    ($( fn $name:ident = $pname:expr, $coll:expr, ( $($arg:ident : $ty:ty),* ); )*) => { $(
+        #[doc = concat!("`", stringify!($name), "`: forwarded to the host's `PMPI_` function (and counted).")]
+        ///
+        /// # Safety
+        /// The MPI standard's contract for this call: the host MPI receives the arguments as given.
+        #[no_mangle]
+        pub unsafe extern "C" fn $name($($arg: $ty),*) -> c_int {
+            type Real = unsafe extern "C" fn($($ty),*) -> c_int;
+            static REAL: Sym = Sym::new($pname);
+            let Some(addr) = REAL.get() else { return missing() };
+            // SAFETY: `addr` is the host's PMPI function of the same name, whose C prototype
+            // has these parameters (handles widened to pointer size, see the crate docs).
+            let real = unsafe { std::mem::transmute::<usize, Real>(addr) };
+            if guard::passthrough() {
+                // SAFETY: forwarded verbatim to the host's implementation.
+                return unsafe { real($($arg),*) };
+            }
+            stats::forwarded($coll);
+            let _inside = guard::enter();
+            // SAFETY: as above.
+            unsafe { real($($arg),*) }
+        }
+    )* };
+}
+
+collectives! {
+    fn MPI_Allreduce = c"PMPI_Allreduce", Coll::Allreduce,
+        (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: Handle, op: Handle, comm: Handle);
+    fn MPI_Allreduce_c = c"PMPI_Allreduce_c", Coll::Allreduce,
+        (sendbuf: *const c_void, recvbuf: *mut c_void, count: Count, datatype: Handle, op: Handle, comm: Handle);
+    fn MPI_Bcast = c"PMPI_Bcast", Coll::Bcast,
+        (buffer: *mut c_void, count: c_int, datatype: Handle, root: c_int, comm: Handle);
+    fn MPI_Bcast_c = c"PMPI_Bcast_c", Coll::Bcast,
+        (buffer: *mut c_void, count: Count, datatype: Handle, root: c_int, comm: Handle);
+    fn MPI_Allgather = c"PMPI_Allgather", Coll::Allgather,
+        (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, comm: Handle);
+    fn MPI_Allgather_c = c"PMPI_Allgather_c", Coll::Allgather,
+        (sendbuf: *const c_void, sendcount: Count, sendtype: Handle, recvbuf: *mut c_void, recvcount: Count, recvtype: Handle, comm: Handle);
+    fn MPI_Reduce_scatter = c"PMPI_Reduce_scatter", Coll::ReduceScatter,
+        (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: Handle, op: Handle, comm: Handle);
+    fn MPI_Reduce_scatter_c = c"PMPI_Reduce_scatter_c", Coll::ReduceScatter,
+        (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const Count, datatype: Handle, op: Handle, comm: Handle);
+    fn MPI_Reduce_scatter_block = c"PMPI_Reduce_scatter_block", Coll::ReduceScatterBlock,
+        (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: Handle, op: Handle, comm: Handle);
+    fn MPI_Reduce_scatter_block_c = c"PMPI_Reduce_scatter_block_c", Coll::ReduceScatterBlock,
+        (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: Count, datatype: Handle, op: Handle, comm: Handle);
+    fn MPI_Reduce = c"PMPI_Reduce", Coll::Reduce,
+        (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: Handle, op: Handle, root: c_int, comm: Handle);
+    fn MPI_Reduce_c = c"PMPI_Reduce_c", Coll::Reduce,
+        (sendbuf: *const c_void, recvbuf: *mut c_void, count: Count, datatype: Handle, op: Handle, root: c_int, comm: Handle);
+    fn MPI_Barrier = c"PMPI_Barrier", Coll::Barrier,
+        (comm: Handle);
+}
+
+/// After the host's init succeeded: detect the host and log it. Nothing here may fail the
+/// program: a panic is caught and reported.
+fn after_init() {
+    let r = catch_unwind(|| {
+        let h = host::host();
+        if let Some(rank) = host::world_rank() {
+            hcomm_core::log::set_rank(rank as usize);
+        }
+        if hcomm_core::log::enabled(hcomm_core::log::Level::Info) {
+            let version = host::library_version().unwrap_or_default();
+            hcomm_core::info!(
+                "preload: host MPI is {} ({}): {}; collectives are forwarded{}",
+                h.abi,
+                h.library,
+                version,
+                if h.abi == host::Abi::Mpi5 {
+                    " (MPI-5 ABI: untouched)"
+                } else {
+                    ""
+                }
+            );
+        }
+    });
+    if r.is_err() {
+        hcomm_core::warn!("preload: internal error after MPI_Init; forwarding everything");
+    }
+}
+
+/// Before the host's finalize: the `HCOMM_STATS` line.
+fn before_finalize() {
+    if !guard::stats_enabled() {
+        return;
+    }
+    let r = catch_unwind(|| {
+        let rank = host::world_rank().unwrap_or(-1);
+        let line = stats::line(rank) + "\n";
+        use std::io::Write;
+        // One write so lines of several ranks do not interleave.
+        let _ = std::io::stderr().lock().write_all(line.as_bytes());
+    });
+    if r.is_err() {
+        hcomm_core::warn!("preload: internal error writing HCOMM_STATS");
+    }
+}
+
+static PMPI_INIT: Sym = Sym::new(c"PMPI_Init");
+static PMPI_INIT_THREAD: Sym = Sym::new(c"PMPI_Init_thread");
+static PMPI_FINALIZE: Sym = Sym::new(c"PMPI_Finalize");
+
+/// `MPI_Init`: the host's init, then host detection (logged at INFO).
+///
+/// # Safety
+/// The MPI standard's contract for this call: the host MPI receives the arguments as given.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Init(argc: *mut c_int, argv: *mut *mut *mut c_char) -> c_int {
+    type Real = unsafe extern "C" fn(*mut c_int, *mut *mut *mut c_char) -> c_int;
+    let Some(addr) = PMPI_INIT.get() else {
+        return missing();
+    };
+    // SAFETY: the host's PMPI_Init(int *, char ***).
+    let real = unsafe { std::mem::transmute::<usize, Real>(addr) };
+    if guard::passthrough() {
+        // SAFETY: forwarded verbatim.
+        return unsafe { real(argc, argv) };
+    }
+    let rc = {
+        let _inside = guard::enter();
+        // SAFETY: forwarded verbatim.
+        unsafe { real(argc, argv) }
+    };
+    if rc == 0 {
+        let _inside = guard::enter();
+        after_init();
+    }
+    rc
+}
+
+/// `MPI_Init_thread`: the host's init, then host detection (logged at INFO).
+///
+/// # Safety
+/// The MPI standard's contract for this call: the host MPI receives the arguments as given.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Init_thread(
+    argc: *mut c_int,
+    argv: *mut *mut *mut c_char,
+    required: c_int,
+    provided: *mut c_int,
+) -> c_int {
+    type Real = unsafe extern "C" fn(*mut c_int, *mut *mut *mut c_char, c_int, *mut c_int) -> c_int;
+    let Some(addr) = PMPI_INIT_THREAD.get() else {
+        return missing();
+    };
+    // SAFETY: the host's PMPI_Init_thread(int *, char ***, int, int *).
+    let real = unsafe { std::mem::transmute::<usize, Real>(addr) };
+    if guard::passthrough() {
+        // SAFETY: forwarded verbatim.
+        return unsafe { real(argc, argv, required, provided) };
+    }
+    let rc = {
+        let _inside = guard::enter();
+        // SAFETY: forwarded verbatim.
+        unsafe { real(argc, argv, required, provided) }
+    };
+    if rc == 0 {
+        let _inside = guard::enter();
+        after_init();
+    }
+    rc
+}
+
+/// `MPI_Finalize`: the `HCOMM_STATS` line, then the host's finalize.
+///
+/// # Safety
+/// The MPI standard's contract for this call: the host MPI receives the arguments as given.
+#[no_mangle]
+pub unsafe extern "C" fn MPI_Finalize() -> c_int {
+    type Real = unsafe extern "C" fn() -> c_int;
+    let Some(addr) = PMPI_FINALIZE.get() else {
+        return missing();
+    };
+    // SAFETY: the host's PMPI_Finalize(void).
+    let real = unsafe { std::mem::transmute::<usize, Real>(addr) };
+    if guard::passthrough() {
+        // SAFETY: forwarded verbatim.
+        return unsafe { real() };
+    }
+    let _inside = guard::enter();
+    before_finalize();
+    // SAFETY: forwarded verbatim.
+    unsafe { real() }
+}
