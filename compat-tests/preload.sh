@@ -8,6 +8,8 @@
 #   coll, coll_c compat-tests/coll.c, coll_c.c (stdout must equal compat-tests/expected/ when
 #                that file exists; coll_c exits 77 = SKIP on Open MPI, which has no _c calls)
 #   init_thread  compat-tests/init_thread.c (the MPI_Init_thread path)
+#   errors       compat-tests/preload/errors.c: errors hcomm raises come back through the host's
+#                error handler as the host's error classes (MPI_ERRORS_RETURN, a user handler)
 #   local        compat-tests/preload/local_main.c dlopen()s local_ext.c's shared object
 #                RTLD_LOCAL, as Python does with an MPI extension: the host MPI is then outside
 #                the global scope and the preload must find PMPI_X through dlopen(RTLD_NOLOAD)
@@ -15,13 +17,19 @@
 #                calls MPI_Allreduce from inside PMPI_Barrier (the re-entry guard must forward
 #                it uncounted) and lacks PMPI_Bcast_c (MPI_Bcast_c must return MPI_ERR_INTERN)
 # Every run: exit 0 (77 = SKIP), no line starting with "FAIL", and with HCOMM_STATS=1 exactly
-# one "hcomm-stats" line per rank on stderr (ranks 0..N-1), with <coll>_forwarded above zero
-# for each collective the program calls. hcomm takes no collective yet, so *_handled must be 0.
+# one "hcomm-stats" line per rank on stderr (ranks 0..N-1), with <coll>_handled above zero for
+# each collective the program calls on MPI_COMM_WORLD (hcomm takes those), bytes moved over
+# hcomm's transports, and <coll>_forwarded above zero for each it calls on other communicators
+# (forwarded for now); coll_check also with HCOMM_TRANSPORT=tcp (bytes_tcp > 0). It runs with
+# HCOMM_PRELOADED=1, so it also checks on the world the cases the host alone gets wrong
+# (MPICH's in-place Reduce at a non-zero root, ...), and on Open MPI without --mca op ^avx (its
+# AVX op saturates signed 8-bit sums; hcomm wraps).
 # Then HCOMM_DISABLE=1 (with HCOMM_STATS=1): the program passes and no hcomm-stats line appears;
 # and LD_PRELOAD set for the launcher itself (mpiexec and its daemons load it too).
 #
 # Usage: compat-tests/preload.sh [--impl mpich|openmpi|all]
 # Env:   PRELOAD=target/release/libhcomm_preload.so  NPROCS="2 3"  TIMEOUT=180 (per run)
+#        OUTDIR=build/preload (programs and logs)
 #        REQUIRE_ALL=1 (a missing MPI is a failure instead of a skip)
 set -euo pipefail
 
@@ -57,7 +65,9 @@ if [ ! -f "$PRELOAD" ]; then
 fi
 
 NFAIL=0
-LOGS=build/preload/logs
+OUTDIR=${OUTDIR:-build/preload}
+OUTDIR=$(mkdir -p "$OUTDIR" && cd "$OUTDIR" && pwd)
+LOGS=$OUTDIR/logs
 mkdir -p "$LOGS"
 
 report() { # result what note
@@ -75,8 +85,11 @@ have_impl() {
 mpicc_of() { case "$1" in mpich) echo mpicc.mpich ;; openmpi) echo mpicc.openmpi ;; esac; }
 
 # launch impl np out err preload(0|1) VAR=value... -- prog args; sets RC
+# OMPI_OP_ARGS: the Open MPI op selection ("--mca op ^avx" unless set, even to empty).
 launch() {
-    local impl=$1 np=$2 out=$3 err=$4 pre=$5
+    local impl=$1 np=$2 out=$3 err=$4 pre=$5 opargs
+    # shellcheck disable=SC2206 # word splitting wanted
+    opargs=(${OMPI_OP_ARGS---mca op ^avx})
     shift 5
     local envs=() cmd=()
     while [ "$1" != "--" ]; do envs+=("$1"); shift; done
@@ -87,19 +100,20 @@ launch() {
             cmd=(mpiexec.mpich -n "$np")
             for e in ${envs[@]+"${envs[@]}"}; do cmd+=(-genv "${e%%=*}" "${e#*=}"); done ;;
         openmpi)
-            cmd=(mpirun.openmpi --oversubscribe --mca op ^avx -n "$np")
+            cmd=(mpirun.openmpi --oversubscribe ${opargs[@]+"${opargs[@]}"} -n "$np")
             for e in ${envs[@]+"${envs[@]}"}; do cmd+=(-x "$e"); done ;;
     esac
     RC=0
     timeout -k 10 "$TIMEOUT" "${cmd[@]}" "$@" >"$out" 2>"$err" </dev/null || RC=$?
 }
 
-# check_stats err np keys...: one hcomm-stats line per rank, <key>_forwarded > 0 for each key,
-# every *_handled = 0 (hcomm takes nothing yet). Prints the problem and returns 1 on failure.
+# check_stats err np "handled keys" "forwarded keys" [bytes key]: one hcomm-stats line per
+# rank, <key>_handled > 0 for each handled key, <key>_forwarded > 0 for each forwarded key,
+# and when something is handled at np > 1, bytes over hcomm's transports (bytes_shm +
+# bytes_tcp, or the named bytes key alone) > 0. Prints the problem and returns 1 on failure.
 check_stats() {
-    local err=$1 np=$2
-    shift 2
-    grep '^hcomm-stats ' "$err" | awk -v np="$np" -v keys="$*" '
+    local err=$1 np=$2 hkeys=$3 fkeys=$4 bkey=${5:-}
+    grep '^hcomm-stats ' "$err" | awk -v np="$np" -v keys="$fkeys" -v hkeys="$hkeys" -v bkey="$bkey" '
         { n++
           for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
           if (v["rank"] in seen) { print "duplicate stats line for rank " v["rank"]; bad = 1 }
@@ -107,8 +121,11 @@ check_stats() {
           nk = split(keys, k, " ")
           for (i = 1; i <= nk; i++)
               if (!(v[k[i] "_forwarded"] > 0)) { print "rank " v["rank"] ": " k[i] "_forwarded=" v[k[i] "_forwarded"]; bad = 1 }
-          for (key in v)
-              if (key ~ /_handled$/ && v[key] != 0) { print "rank " v["rank"] ": " key "=" v[key]; bad = 1 }
+          nh = split(hkeys, hk, " ")
+          for (i = 1; i <= nh; i++)
+              if (!(v[hk[i] "_handled"] > 0)) { print "rank " v["rank"] ": " hk[i] "_handled=" v[hk[i] "_handled"]; bad = 1 }
+          moved = bkey != "" ? v[bkey] : v["bytes_shm"] + v["bytes_tcp"]
+          if (nh > 0 && np > 1 && !(moved > 0)) { print "rank " v["rank"] ": no bytes over hcomm transports (" (bkey != "" ? bkey : "bytes_shm+bytes_tcp") "=" moved + 0 ")"; bad = 1 }
           delete v }
         END {
           if (n != np) { print n + 0 " hcomm-stats lines for " np " ranks"; bad = 1 }
@@ -118,12 +135,20 @@ check_stats() {
 
 ALL7="allreduce bcast allgather reduce_scatter reduce_scatter_block reduce barrier"
 
-# program name -> source, extra build, collectives it must show as forwarded
-keys_of() {
+# program name -> collectives it must show as handled (on MPI_COMM_WORLD) / forwarded
+# (other communicators)
+handled_of() {
     case "$1" in
         coll_check|coll|coll_c) echo "$ALL7" ;;
         init_thread) echo "" ;;
         local) echo "allreduce bcast barrier" ;;
+        errors) echo "allreduce bcast" ;;
+    esac
+}
+forwarded_of() {
+    case "$1" in
+        coll_check) echo "$ALL7" ;;
+        *) echo "" ;;
     esac
 }
 
@@ -132,9 +157,10 @@ build_all() { # impl dir; prints build failures as FAIL
     cc=$(mpicc_of "$impl")
     mkdir -p "$dir"
     local p src
-    for p in coll_check coll coll_c init_thread; do
+    for p in coll_check coll coll_c init_thread errors; do
         src=compat-tests/$p.c
         [ "$p" = coll_check ] && src=tests/c/coll_check.c
+        [ "$p" = errors ] && src=compat-tests/preload/errors.c
         if ! $cc -O2 -Wall "$src" -o "$dir/$p" -lpthread >"$dir/$p.build.log" 2>&1; then
             report FAIL "build $p ($impl)" "see $dir/$p.build.log"
         fi
@@ -146,12 +172,12 @@ build_all() { # impl dir; prints build failures as FAIL
 }
 
 # A fake host MPI (no real MPI needed): re-entry guard and a missing PMPI_ symbol.
-fake=build/preload/fake
+fake=$OUTDIR/fake
 mkdir -p "$fake"
 if cc -O1 -shared -fPIC -Wl,-soname,libmpich.so.12 compat-tests/preload/fake_host.c -o "$fake/libmpich.so.12" \
        >"$fake/build.log" 2>&1 &&
    cc -O1 -Wall compat-tests/preload/fake_main.c -o "$fake/fake_main" "$fake/libmpich.so.12" \
-       -Wl,-rpath,"$ROOT/$fake" -ldl >>"$fake/build.log" 2>&1; then
+       -Wl,-rpath,"$fake" -ldl >>"$fake/build.log" 2>&1; then
     out=$LOGS/fake.out err=$LOGS/fake.err
     RC=0
     env LD_PRELOAD="$PRELOAD" HCOMM_STATS=1 timeout 30 "$fake/fake_main" >"$out" 2>"$err" </dev/null || RC=$?
@@ -173,16 +199,20 @@ for impl in $IMPLS; do
         if [ "$REQUIRE_ALL" = 1 ]; then report FAIL "$impl" "not installed"; else report SKIP "$impl" "not installed"; fi
         continue
     fi
-    dir=build/preload/$impl
+    dir=$OUTDIR/$impl
     build_all "$impl" "$dir"
     for np in $NPROCS; do
-        for p in coll_check coll coll_c init_thread local; do
+        for p in coll_check coll coll_c init_thread local errors; do
             [ -x "$dir/$p" ] || continue
             args=()
-            [ "$p" = local ] && args=("$ROOT/$dir/local_ext.so")
+            [ "$p" = local ] && args=("$dir/local_ext.so")
             out=$LOGS/$impl.$p.n$np.out err=$LOGS/$impl.$p.n$np.err
             start=$SECONDS
-            launch "$impl" "$np" "$out" "$err" 1 HCOMM_STATS=1 CHECK_LARGE="$CHECK_LARGE" -- "$dir/$p" ${args[@]+"${args[@]}"}
+            if [ "$p" = coll_check ]; then
+                OMPI_OP_ARGS="" launch "$impl" "$np" "$out" "$err" 1 HCOMM_STATS=1 HCOMM_PRELOADED=1 CHECK_LARGE="$CHECK_LARGE" -- "$dir/$p"
+            else
+                launch "$impl" "$np" "$out" "$err" 1 HCOMM_STATS=1 CHECK_LARGE="$CHECK_LARGE" -- "$dir/$p" ${args[@]+"${args[@]}"}
+            fi
             what="$p $impl n=$np preload"
             secs=$((SECONDS - start))
             if [ "$RC" = 77 ]; then report SKIP "$what" "exit 77 (${secs}s)"; continue; fi
@@ -191,9 +221,19 @@ for impl in $IMPLS; do
             exp=compat-tests/expected/$p.n$np.out
             if [ -f "$exp" ] && ! cmp -s "$exp" "$out"; then report FAIL "$what" "stdout differs from $exp"; continue; fi
             # shellcheck disable=SC2046
-            if ! why=$(check_stats "$err" "$np" $(keys_of "$p")); then report FAIL "$what" "HCOMM_STATS: $(echo "$why" | head -3 | tr '\n' ';') [log: $err]"; continue; fi
+            if ! why=$(check_stats "$err" "$np" "$(handled_of "$p")" "$(forwarded_of "$p")"); then report FAIL "$what" "HCOMM_STATS: $(echo "$why" | head -3 | tr '\n' ';') [log: $err]"; continue; fi
             report PASS "$what" "${secs}s"
         done
+        # HCOMM_TRANSPORT=tcp: hcomm's world over TCP between the ranks; the bytes go there.
+        if [ -x "$dir/coll_check" ]; then
+            out=$LOGS/$impl.coll_check-tcp.n$np.out err=$LOGS/$impl.coll_check-tcp.n$np.err
+            OMPI_OP_ARGS="" launch "$impl" "$np" "$out" "$err" 1 HCOMM_STATS=1 HCOMM_PRELOADED=1 HCOMM_TRANSPORT=tcp CHECK_LARGE="$CHECK_LARGE" -- "$dir/coll_check"
+            what="coll_check $impl n=$np preload HCOMM_TRANSPORT=tcp"
+            if [ "$RC" != 0 ]; then report FAIL "$what" "exit $RC [logs: $out $err]"
+            elif grep -q '^FAIL' "$out" "$err"; then report FAIL "$what" "$(grep -h -m1 '^FAIL' "$out" "$err")"
+            elif ! why=$(check_stats "$err" "$np" "$ALL7" "$ALL7" bytes_tcp); then report FAIL "$what" "HCOMM_STATS: $(echo "$why" | head -3 | tr '\n' ';') [log: $err]"
+            else report PASS "$what" ""; fi
+        fi
         # HCOMM_DISABLE=1: forwarded untouched, no stats line even with HCOMM_STATS=1.
         out=$LOGS/$impl.disable.n$np.out err=$LOGS/$impl.disable.n$np.err
         launch "$impl" "$np" "$out" "$err" 1 HCOMM_STATS=1 HCOMM_DISABLE=1 -- "$dir/coll"
@@ -221,7 +261,7 @@ for impl in $IMPLS; do
     if [ "$RC" != 0 ]; then report FAIL "$what" "exit $RC [logs: $out $err]"
     elif grep -q '^FAIL' "$out"; then report FAIL "$what" "$(grep -m1 '^FAIL' "$out")"
     elif ! cmp -s compat-tests/expected/coll.n2.out "$out"; then report FAIL "$what" "stdout differs from compat-tests/expected/coll.n2.out"
-    elif ! why=$(check_stats "$err" 2 $ALL7); then report FAIL "$what" "HCOMM_STATS: $(echo "$why" | head -3 | tr '\n' ';') [log: $err]"
+    elif ! why=$(check_stats "$err" 2 "$ALL7" ""); then report FAIL "$what" "HCOMM_STATS: $(echo "$why" | head -3 | tr '\n' ';') [log: $err]"
     else report PASS "$what" ""; fi
 done
 

@@ -144,7 +144,7 @@ elif [ "$rc0" -eq 141 ] || [ "$rc2" -eq 141 ]; then
     fail "dead peer: a survivor died of SIGPIPE (exit statuses ${RCS[*]})"
 elif [ "$rc0" -eq 0 ] || [ "$rc2" -eq 0 ]; then
     fail "dead peer: a survivor exited 0 (exit statuses ${RCS[*]})"
-elif ! cat "$WORK/t3.0.err" "$WORK/t3.2.err" | grep -q 'rank 1'; then
+elif ! grep -q 'rank 1' "$WORK/t3.0.err" "$WORK/t3.2.err"; then
     fail "dead peer: no survivor named rank 1: $(head -c 300 "$WORK/t3.0.err")"
 else
     pass "dead peer: survivors ended in $((SECONDS - t0)) s with statuses $rc0/$rc2: $(grep -h -m1 'rank 1' "$WORK/t3.0.err" "$WORK/t3.2.err" | head -1 | cut -c1-200)"
@@ -162,7 +162,7 @@ env HCOMM_RANK=1 HCOMM_SIZE=2 HCOMM_URI="file://$RV" HCOMM_BOOTSTRAP_TIMEOUT=20 
 PIDS+=($!)
 wait_ranks 30
 if [ "${RCS[*]}" = "0 0" ] || [[ " ${RCS[*]} " == *" 124 "* ]] || \
-    ! cat "$WORK"/t4.*.err | grep -q 'HCOMM_TRANSPORT differs between ranks'; then
+    ! grep -q 'HCOMM_TRANSPORT differs between ranks' "$WORK"/t4.*.err; then
     fail "mismatched HCOMM_TRANSPORT: statuses ${RCS[*]}: $(cat "$WORK"/t4.*.err | head -c 300)"
 else
     pass "mismatched HCOMM_TRANSPORT is reported"

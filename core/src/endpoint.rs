@@ -164,7 +164,12 @@ impl Endpoint {
     }
 
     pub fn try_send(&self, peer: usize, hdr: &FrameHeader, payload: &[u8]) -> Result<bool> {
-        self.link(peer)?.try_send(hdr, payload)
+        let link = self.link(peer)?;
+        let sent = link.try_send(hdr, payload)?;
+        if sent {
+            crate::transport::count_sent(link.name(), payload.len());
+        }
+        Ok(sent)
     }
 
     /// Feeds frames from `peer` that match `key` to `consume` until it returns `false`

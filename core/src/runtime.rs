@@ -86,6 +86,53 @@ pub fn init(required: i32) -> Result<i32> {
     }
 }
 
+/// Preload mode: sets up the world once over a host-provided [`Exchange`] (rank `rank` of
+/// `size`, as the host MPI numbers them) instead of hcomm's own bootstrap. The world's error
+/// handler is `errhandler` (the interposer passes `MPI_ERRORS_RETURN` and routes errors to the
+/// host's handler itself). Returns the provided thread level.
+pub fn init_over(
+    rank: usize,
+    size: usize,
+    ex: &mut dyn Exchange,
+    required: i32,
+    errhandler: i32,
+) -> Result<i32> {
+    if STATE
+        .compare_exchange(
+            NOT_INITIALIZED,
+            INITIALIZING,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        )
+        .is_err()
+    {
+        return Err(Error::other("hcomm is already initialized"));
+    }
+    let res = (|| {
+        crate::log::set_rank(rank);
+        let host = host_identity();
+        let ep = if size <= 1 {
+            Endpoint::singleton()
+        } else {
+            crate::transport::tcp::Mode::from_env()?;
+            connect_world(rank, size, None, ex, &host)?
+        };
+        Ok(assemble(Arc::new(ep), required, errhandler, host, None))
+    })();
+    match res {
+        Ok(rt) => {
+            let level = rt.thread_level;
+            let _ = RT.set(rt);
+            STATE.store(INITIALIZED, Ordering::Release);
+            Ok(level)
+        }
+        Err(e) => {
+            STATE.store(NOT_INITIALIZED, Ordering::Release);
+            Err(e)
+        }
+    }
+}
+
 /// `MPI_Finalize`: a barrier on the world, so no rank tears down while a peer still reads
 /// from it, then the state flips. Memory stays mapped until the process exits.
 pub fn finalize() -> Result<()> {
@@ -97,8 +144,6 @@ pub fn finalize() -> Result<()> {
 
 fn build(required: i32) -> Result<Runtime> {
     let host = host_identity();
-    let thread_level = required.clamp(handles::THREAD_SINGLE, handles::THREAD_MULTIPLE);
-    let fatal = handles::ERRORS_ARE_FATAL;
     let (ep, bootstrap) = match Launch::from_env()? {
         None => (Arc::new(Endpoint::singleton()), None),
         Some(l) if l.size == 1 => {
@@ -112,16 +157,40 @@ fn build(required: i32) -> Result<Runtime> {
             let timeout =
                 Duration::from_secs(crate::param::bootstrap_timeout_secs().unwrap_or(60) as u64);
             let mut b = Bootstrap::connect(&l, timeout).map_err(|e| e.context("bootstrap"))?;
-            let ep = connect_world(&l, &mut b, &host)?;
+            let ep = connect_world(l.rank, l.size, l.job_id.clone(), &mut b, &host)?;
             (Arc::new(ep), Some(b))
         }
     };
+    Ok(assemble(
+        ep,
+        required,
+        handles::ERRORS_ARE_FATAL,
+        host,
+        bootstrap,
+    ))
+}
+
+/// The runtime around a connected world endpoint.
+fn assemble(
+    ep: Arc<Endpoint>,
+    required: i32,
+    errhandler: i32,
+    host: String,
+    bootstrap: Option<Bootstrap>,
+) -> Runtime {
+    let thread_level = required.clamp(handles::THREAD_SINGLE, handles::THREAD_MULTIPLE);
     let rank = ep.rank;
     let size = ep.size;
-    let world = Arc::new(Comm::new(0, rank, (0..size).collect(), ep.clone(), fatal));
-    let self_comm = Arc::new(Comm::new(SELF_ID, 0, vec![rank], ep, fatal));
+    let world = Arc::new(Comm::new(
+        0,
+        rank,
+        (0..size).collect(),
+        ep.clone(),
+        errhandler,
+    ));
+    let self_comm = Arc::new(Comm::new(SELF_ID, 0, vec![rank], ep, errhandler));
     crate::info!("initialized: rank {rank} of {size} on {host}");
-    Ok(Runtime {
+    Runtime {
         world,
         self_comm,
         user: RwLock::new(Vec::new()),
@@ -129,7 +198,25 @@ fn build(required: i32) -> Result<Runtime> {
         main_thread: std::thread::current().id(),
         host,
         _bootstrap: Mutex::new(bootstrap),
-    })
+    }
+}
+
+/// The collective exchange the world setup needs: an allgather of small address blobs and a
+/// barrier. hcomm's own [`Bootstrap`] provides it standalone; the preload interposer provides
+/// it over the host MPI's world.
+pub trait Exchange {
+    /// Every rank contributes `blob`; every rank gets all blobs in rank order.
+    fn allgather(&mut self, blob: &[u8]) -> Result<Vec<Vec<u8>>>;
+    fn barrier(&mut self) -> Result<()>;
+}
+
+impl Exchange for Bootstrap {
+    fn allgather(&mut self, blob: &[u8]) -> Result<Vec<Vec<u8>>> {
+        Bootstrap::allgather(self, blob)
+    }
+    fn barrier(&mut self) -> Result<()> {
+        Bootstrap::barrier(self)
+    }
 }
 
 /// One rank's entry of the address exchange: lines `host identity`, `pid`, `job id`,
@@ -160,11 +247,17 @@ fn parse_peer_info(raw: &[u8]) -> PeerInfo {
 /// Exchanges addresses and connects to every peer. Peers with this host's identity get shared
 /// memory, the others TCP (`HCOMM_TRANSPORT=tcp`: every peer TCP; `=shm`: a peer on another
 /// host is an error). Locality comes from host identity alone, never from a local size.
-fn connect_world(l: &Launch, b: &mut Bootstrap, host: &str) -> Result<Endpoint> {
+fn connect_world(
+    me: usize,
+    size: usize,
+    job: Option<String>,
+    b: &mut dyn Exchange,
+    host: &str,
+) -> Result<Endpoint> {
     use crate::transport::tcp::{self, Mode};
     let mode = Mode::from_env()?;
     let sockets = tcp::sockets_per_peer();
-    let job = l.job_id.clone().unwrap_or_else(|| {
+    let job = job.unwrap_or_else(|| {
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.subsec_nanos())
@@ -212,7 +305,6 @@ fn connect_world(l: &Launch, b: &mut Bootstrap, host: &str) -> Result<Endpoint> 
             ),
         ));
     }
-    let me = l.rank;
     if mode == Mode::Shm {
         if let Some((r, p)) = peers.iter().enumerate().find(|(_, p)| p.host != host) {
             return Err(Error::new(
@@ -224,39 +316,48 @@ fn connect_world(l: &Launch, b: &mut Bootstrap, host: &str) -> Result<Endpoint> 
             ));
         }
     }
-    let use_shm: Vec<bool> = (0..l.size)
+    let use_shm: Vec<bool> = (0..size)
         .map(|r| r != me && mode != Mode::Tcp && peers[r].host == host)
         .collect();
 
     // Shared memory, for the peers on this host. The two barriers are collective: every rank
     // takes part, with or without a segment of its own.
-    let geo = Geometry::from_params(l.size);
+    let geo = Geometry::from_params(size);
     let my_name = contract::shm_segment_name(&job, me);
-    let mine = if use_shm.contains(&true) {
-        Some(Arc::new(Segment::create(&my_name, geo)?))
-    } else {
-        None
-    };
+    // A failure to create or map a segment is returned only after both barriers, so a failing
+    // rank never leaves its peers waiting in one (the exchange may be the host MPI's, which has
+    // no timeout).
+    let created = use_shm
+        .contains(&true)
+        .then(|| Segment::create(&my_name, geo).map(Arc::new));
+    let mine = created.as_ref().and_then(|c| c.as_ref().ok()).cloned();
     let res = (|| {
         b.barrier()?;
-        let mut links: Vec<Option<Box<dyn Link>>> = (0..l.size).map(|_| None).collect();
-        if let Some(mine) = &mine {
-            for r in (0..l.size).filter(|&r| use_shm[r]) {
-                let theirs = Arc::new(Segment::open(&contract::shm_segment_name(&job, r), geo)?);
-                links[r] = Some(Box::new(ShmLink::new(mine.clone(), theirs, me, r)));
-                crate::info!(
-                    "peer {r}: transport shm (slots {} x {} bytes)",
-                    geo.slots,
-                    geo.slot_bytes
-                );
+        let opened = (|| {
+            let mut links: Vec<Option<Box<dyn Link>>> = (0..size).map(|_| None).collect();
+            if let Some(mine) = &mine {
+                for r in (0..size).filter(|&r| use_shm[r]) {
+                    let theirs =
+                        Arc::new(Segment::open(&contract::shm_segment_name(&job, r), geo)?);
+                    links[r] = Some(Box::new(ShmLink::new(mine.clone(), theirs, me, r)));
+                    crate::info!(
+                        "peer {r}: transport shm (slots {} x {} bytes)",
+                        geo.slots,
+                        geo.slot_bytes
+                    );
+                }
             }
-        }
+            Ok::<_, Error>(links)
+        })();
         b.barrier()?;
-        Ok::<_, Error>(links)
+        opened
     })();
     if mine.is_some() {
         // Everyone has mapped our segment (or the setup failed): the name can go.
         Segment::unlink(&my_name);
+    }
+    if let Some(Err(e)) = created {
+        return Err(e.context("shared-memory setup"));
     }
     let mut links = res.map_err(|e| e.context("shared-memory setup"))?;
     let bell = match &mine {
@@ -266,7 +367,7 @@ fn connect_world(l: &Launch, b: &mut Bootstrap, host: &str) -> Result<Endpoint> 
 
     // TCP, for everyone else.
     let mut tcp_peers = Vec::new();
-    for r in (0..l.size).filter(|&r| r != me && !use_shm[r]) {
+    for r in (0..size).filter(|&r| r != me && !use_shm[r]) {
         let addr = peers[r].tcp_addr.parse().map_err(|_| {
             Error::other(format!(
                 "rank {r} published no TCP address ({:?}) but needs TCP with rank {me}",

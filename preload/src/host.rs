@@ -108,13 +108,19 @@ pub fn host() -> &'static Host {
 /// executable that is the program's copy-relocated object, which `RTLD_DEFAULT` finds first;
 /// when libmpi was loaded `RTLD_LOCAL` only the library itself knows the name.
 fn ompi_world() -> Option<usize> {
-    const NAME: &CStr = c"ompi_mpi_comm_world";
-    // SAFETY: NAME is NUL-terminated; RTLD_DEFAULT searches the global scope.
-    let p = unsafe { libc::dlsym(libc::RTLD_DEFAULT, NAME.as_ptr()) };
+    ompi_object(c"ompi_mpi_comm_world")
+}
+
+/// The address of one of Open MPI's predefined objects (`ompi_mpi_float`, `ompi_mpi_op_sum`,
+/// …) as the program sees it: `RTLD_DEFAULT` first (a PIE executable's copy-relocated object
+/// is the one its code passes), then the `RTLD_LOCAL`-loaded library itself.
+pub fn ompi_object(name: &CStr) -> Option<usize> {
+    // SAFETY: `name` is NUL-terminated; RTLD_DEFAULT searches the global scope.
+    let p = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
     if !p.is_null() {
         return Some(p as usize);
     }
-    let p = real::in_library(c"libmpi.so.40", NAME);
+    let p = real::in_library(c"libmpi.so.40", name);
     (!p.is_null()).then_some(p as usize)
 }
 

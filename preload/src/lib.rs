@@ -14,9 +14,12 @@
 //! Handle parameters are pointer-sized: one symbol receives MPICH's `int` handles and Open
 //! MPI's pointers, and forwarding the full register passes either through unchanged (code that
 //! interprets an MPICH handle must narrow it to `i32`: the upper half of an `int` argument
-//! register is undefined). Stage reached so far: every collective is forwarded and counted
-//! ([`stats`]); at `MPI_Init` the host ABI is detected and logged ([`host`]). Library
-//! constructors: none — the preload also lands in `mpiexec` and its daemons.
+//! register is undefined). At `MPI_Init` the host ABI is detected ([`host`]) and, for MPICH-ABI
+//! and Open MPI hosts, hcomm's world is set up over the host's ([`world`]). Collectives on the
+//! host's `MPI_COMM_WORLD` with predefined datatypes and ops are then taken by hcomm ([`take`],
+//! handles translated by [`xlate`]); everything else is forwarded. Both are counted
+//! ([`stats`]). Library constructors: none — the preload also lands in `mpiexec` and its
+//! daemons.
 
 use std::ffi::{c_char, c_int, c_void};
 use std::panic::catch_unwind;
@@ -25,7 +28,11 @@ mod guard;
 mod host;
 mod real;
 mod stats;
+mod take;
+mod world;
+mod xlate;
 
+use hcomm_core::abi::api::RecvCounts;
 use real::Sym;
 use stats::Coll;
 
@@ -41,8 +48,8 @@ fn missing() -> c_int {
 
 /// Defines forwarding collective entry points: `fn MPI_X = c"PMPI_X", Coll, (args);`.
 macro_rules! collectives {
-    ($( fn $name:ident = $pname:expr, $coll:expr, ( $($arg:ident : $ty:ty),* ); )*) => { $(
-        #[doc = concat!("`", stringify!($name), "`: forwarded to the host's `PMPI_` function (and counted).")]
+    ($( fn $name:ident = $pname:expr, $coll:expr, ( $($arg:ident : $ty:ty),* ) => $take:expr; )*) => { $(
+        #[doc = concat!("`", stringify!($name), "`: taken by hcomm when [`take`] says so, else forwarded to the host's `PMPI_` function (counted either way).")]
         ///
         /// # Safety
         /// The MPI standard's contract for this call: the host MPI receives the arguments as given.
@@ -58,8 +65,12 @@ macro_rules! collectives {
                 // SAFETY: forwarded verbatim to the host's implementation.
                 return unsafe { real($($arg),*) };
             }
-            stats::forwarded($coll);
             let _inside = guard::enter();
+            if let Some(rc) = $take {
+                stats::handled($coll);
+                return rc;
+            }
+            stats::forwarded($coll);
             // SAFETY: as above.
             unsafe { real($($arg),*) }
         }
@@ -68,36 +79,49 @@ macro_rules! collectives {
 
 collectives! {
     fn MPI_Allreduce = c"PMPI_Allreduce", Coll::Allreduce,
-        (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: Handle, op: Handle, comm: Handle);
+        (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: Handle, op: Handle, comm: Handle)
+        => take::allreduce("MPI_Allreduce", sendbuf, recvbuf, count.into(), datatype, op, comm);
     fn MPI_Allreduce_c = c"PMPI_Allreduce_c", Coll::Allreduce,
-        (sendbuf: *const c_void, recvbuf: *mut c_void, count: Count, datatype: Handle, op: Handle, comm: Handle);
+        (sendbuf: *const c_void, recvbuf: *mut c_void, count: Count, datatype: Handle, op: Handle, comm: Handle)
+        => take::allreduce("MPI_Allreduce_c", sendbuf, recvbuf, count, datatype, op, comm);
     fn MPI_Bcast = c"PMPI_Bcast", Coll::Bcast,
-        (buffer: *mut c_void, count: c_int, datatype: Handle, root: c_int, comm: Handle);
+        (buffer: *mut c_void, count: c_int, datatype: Handle, root: c_int, comm: Handle)
+        => take::bcast("MPI_Bcast", buffer, count.into(), datatype, root, comm);
     fn MPI_Bcast_c = c"PMPI_Bcast_c", Coll::Bcast,
-        (buffer: *mut c_void, count: Count, datatype: Handle, root: c_int, comm: Handle);
+        (buffer: *mut c_void, count: Count, datatype: Handle, root: c_int, comm: Handle)
+        => take::bcast("MPI_Bcast_c", buffer, count, datatype, root, comm);
     fn MPI_Allgather = c"PMPI_Allgather", Coll::Allgather,
-        (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, comm: Handle);
+        (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, comm: Handle)
+        => take::allgather("MPI_Allgather", sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype, comm);
     fn MPI_Allgather_c = c"PMPI_Allgather_c", Coll::Allgather,
-        (sendbuf: *const c_void, sendcount: Count, sendtype: Handle, recvbuf: *mut c_void, recvcount: Count, recvtype: Handle, comm: Handle);
+        (sendbuf: *const c_void, sendcount: Count, sendtype: Handle, recvbuf: *mut c_void, recvcount: Count, recvtype: Handle, comm: Handle)
+        => take::allgather("MPI_Allgather_c", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
     fn MPI_Reduce_scatter = c"PMPI_Reduce_scatter", Coll::ReduceScatter,
-        (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: Handle, op: Handle, comm: Handle);
+        (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: Handle, op: Handle, comm: Handle)
+        => take::reduce_scatter("MPI_Reduce_scatter", sendbuf, recvbuf, RecvCounts::Int(recvcounts), datatype, op, comm);
     fn MPI_Reduce_scatter_c = c"PMPI_Reduce_scatter_c", Coll::ReduceScatter,
-        (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const Count, datatype: Handle, op: Handle, comm: Handle);
+        (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const Count, datatype: Handle, op: Handle, comm: Handle)
+        => take::reduce_scatter("MPI_Reduce_scatter_c", sendbuf, recvbuf, RecvCounts::Count(recvcounts), datatype, op, comm);
     fn MPI_Reduce_scatter_block = c"PMPI_Reduce_scatter_block", Coll::ReduceScatterBlock,
-        (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: Handle, op: Handle, comm: Handle);
+        (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: Handle, op: Handle, comm: Handle)
+        => take::reduce_scatter_block("MPI_Reduce_scatter_block", sendbuf, recvbuf, recvcount.into(), datatype, op, comm);
     fn MPI_Reduce_scatter_block_c = c"PMPI_Reduce_scatter_block_c", Coll::ReduceScatterBlock,
-        (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: Count, datatype: Handle, op: Handle, comm: Handle);
+        (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: Count, datatype: Handle, op: Handle, comm: Handle)
+        => take::reduce_scatter_block("MPI_Reduce_scatter_block_c", sendbuf, recvbuf, recvcount, datatype, op, comm);
     fn MPI_Reduce = c"PMPI_Reduce", Coll::Reduce,
-        (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: Handle, op: Handle, root: c_int, comm: Handle);
+        (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: Handle, op: Handle, root: c_int, comm: Handle)
+        => take::reduce("MPI_Reduce", sendbuf, recvbuf, count.into(), datatype, op, root, comm);
     fn MPI_Reduce_c = c"PMPI_Reduce_c", Coll::Reduce,
-        (sendbuf: *const c_void, recvbuf: *mut c_void, count: Count, datatype: Handle, op: Handle, root: c_int, comm: Handle);
+        (sendbuf: *const c_void, recvbuf: *mut c_void, count: Count, datatype: Handle, op: Handle, root: c_int, comm: Handle)
+        => take::reduce("MPI_Reduce_c", sendbuf, recvbuf, count, datatype, op, root, comm);
     fn MPI_Barrier = c"PMPI_Barrier", Coll::Barrier,
-        (comm: Handle);
+        (comm: Handle)
+        => take::barrier(comm);
 }
 
 /// After the host's init succeeded: detect the host and log it. Nothing here may fail the
 /// program: a panic is caught and reported.
-fn after_init() {
+fn after_init(thread_level: c_int) {
     let r = catch_unwind(|| {
         let h = host::host();
         if let Some(rank) = host::world_rank() {
@@ -106,7 +130,7 @@ fn after_init() {
         if hcomm_core::log::enabled(hcomm_core::log::Level::Info) {
             let version = host::library_version().unwrap_or_default();
             hcomm_core::info!(
-                "preload: host MPI is {} ({}): {}; collectives are forwarded{}",
+                "preload: host MPI is {} ({}): {}{}",
                 h.abi,
                 h.library,
                 version,
@@ -120,7 +144,11 @@ fn after_init() {
     });
     if r.is_err() {
         hcomm_core::warn!("preload: internal error after MPI_Init; forwarding everything");
+        return;
     }
+    // Collective on the host's world: every rank that got here calls it (a failure above is
+    // a bug in detection, the same on every rank).
+    world::setup(thread_level);
 }
 
 /// Before the host's finalize: the `HCOMM_STATS` line.
@@ -167,7 +195,7 @@ pub unsafe extern "C" fn MPI_Init(argc: *mut c_int, argv: *mut *mut *mut c_char)
     };
     if rc == 0 {
         let _inside = guard::enter();
-        after_init();
+        after_init(0);
     }
     rc
 }
@@ -200,7 +228,13 @@ pub unsafe extern "C" fn MPI_Init_thread(
     };
     if rc == 0 {
         let _inside = guard::enter();
-        after_init();
+        // SAFETY: the host's init succeeded, so it wrote `provided` (when non-NULL).
+        let level = if provided.is_null() {
+            0
+        } else {
+            unsafe { *provided }
+        };
+        after_init(level);
     }
     rc
 }
@@ -223,6 +257,7 @@ pub unsafe extern "C" fn MPI_Finalize() -> c_int {
     }
     let _inside = guard::enter();
     before_finalize();
+    world::before_finalize();
     // SAFETY: forwarded verbatim.
     unsafe { real() }
 }

@@ -1,7 +1,7 @@
 //! `HCOMM_STATS=1`: per-collective counts of calls hcomm handled and calls it forwarded to the
-//! host MPI, and bytes moved per hcomm transport, printed as one `hcomm-stats` line per rank
-//! at `MPI_Finalize`. Relaxed atomics: the counts are read once, after the program's last
-//! collective.
+//! host MPI, and payload bytes hcomm sent per transport (counted in hcomm-core's endpoint),
+//! printed as one `hcomm-stats` line per rank at `MPI_Finalize`. Relaxed atomics: the counts
+//! are read once, after the program's last collective.
 
 use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -43,12 +43,15 @@ impl Coll {
     }
 }
 
-/// Calls hcomm carried out itself (none yet: every call is forwarded for now).
+/// Calls hcomm carried out itself.
 static HANDLED: [AtomicU64; 7] = [const { AtomicU64::new(0) }; 7];
 static FORWARDED: [AtomicU64; 7] = [const { AtomicU64::new(0) }; 7];
-/// Bytes hcomm moved over shared memory / TCP. Nothing moves data yet: both stay 0.
-pub static BYTES_SHM: AtomicU64 = AtomicU64::new(0);
-pub static BYTES_TCP: AtomicU64 = AtomicU64::new(0);
+
+/// Counts a call hcomm carried out itself.
+#[inline]
+pub fn handled(c: Coll) {
+    HANDLED[c as usize].fetch_add(1, Ordering::Relaxed);
+}
 
 /// Counts a call that went to the host's `PMPI_X`.
 #[inline]
@@ -82,8 +85,8 @@ pub fn line(rank: i32) -> String {
     format_line(
         rank,
         &snapshot(),
-        BYTES_SHM.load(Ordering::Relaxed),
-        BYTES_TCP.load(Ordering::Relaxed),
+        hcomm_core::transport::BYTES_SHM.load(Ordering::Relaxed),
+        hcomm_core::transport::BYTES_TCP.load(Ordering::Relaxed),
     )
 }
 

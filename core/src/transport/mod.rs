@@ -10,8 +10,26 @@
 pub mod shm;
 pub mod tcp;
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use crate::error::Result;
 use crate::frame::FrameHeader;
+
+/// Payload bytes this process sent over shared memory / TCP (`HCOMM_STATS`): one relaxed
+/// atomic add per frame, in [`crate::endpoint::Endpoint::try_send`].
+pub static BYTES_SHM: AtomicU64 = AtomicU64::new(0);
+pub static BYTES_TCP: AtomicU64 = AtomicU64::new(0);
+
+/// Counts `n` payload bytes sent over the link named `name` ([`Link::name`]).
+#[inline]
+pub fn count_sent(name: &str, n: usize) {
+    let c = match name {
+        "shm" => &BYTES_SHM,
+        "tcp" => &BYTES_TCP,
+        _ => return,
+    };
+    c.fetch_add(n as u64, Ordering::Relaxed);
+}
 
 /// Where a buffer lives. Only host memory exists so far; device memory (CUDA) takes the
 /// CUDA IPC link and device reduction kernels when it arrives.
