@@ -107,30 +107,76 @@ pub unsafe fn allreduce(
 ) -> c_int {
     guard(name, Some(comm), || {
         let c = comm_of(runtime::get()?, comm)?;
+        // SAFETY: MPI's contract for sendbuf/recvbuf, checked inside.
+        let io = unsafe { ReduceIo::new(send, recv, count, dt, op) }?;
+        let s = sig(Kind::Allreduce, io.elems, io.view.handle, op, -1);
+        coll::allreduce(
+            &c,
+            io.input,
+            io.output.ptr(),
+            io.elems,
+            &io.view.dt,
+            io.red,
+            s,
+        )?;
+        // SAFETY: the output was staged from recvbuf just above.
+        unsafe { io.output.finish() };
+        Ok(())
+    })
+}
+
+/// The checked, staged buffers of a reduction whose result every rank receives in its own
+/// recvbuf (`MPI_Allreduce`, `MPI_Scan`, `MPI_Exscan`); `MPI_IN_PLACE` reads the input from
+/// recvbuf. Validation happens before anything is staged, so a rejected call writes nothing.
+pub(crate) struct ReduceIo {
+    pub red: coll::Reduction,
+    pub view: View,
+    /// Elements (of `view.dt`) in the message.
+    pub elems: usize,
+    /// The staged sendbuf, or the staged recvbuf in place.
+    pub input: *const u8,
+    pub output: Staged,
+    /// Keeps the staged sendbuf alive while `input` points into it.
+    _send: Option<Staged>,
+}
+
+impl ReduceIo {
+    /// # Safety
+    /// MPI's contract: `send` (unless `MPI_IN_PLACE`) holds `count` items to read, `recv`
+    /// `count` items to write (and read, in place).
+    pub(crate) unsafe fn new(
+        send: *const c_void,
+        recv: *mut c_void,
+        count: Count,
+        dt: c_int,
+        op: c_int,
+    ) -> Result<ReduceIo> {
         let cnt = count_arg(count, "count")?;
         let t = type_arg(dt, "datatype")?;
-        let (red, v) = reduce_args(op, &t)?;
-        let n = v.count(cnt, "count")?;
-        let len = v.bytes(cnt, "count")?;
+        let (red, view) = reduce_args(op, &t)?;
+        let elems = view.count(cnt, "count")?;
+        let len = view.bytes(cnt, "count")?;
         buf_arg(recv, len, "recvbuf")?;
         let in_place = is_in_place(send);
         if !in_place {
             buf_arg(send, len, "sendbuf")?;
             no_alias(send, recv, len)?;
         }
-        // SAFETY: MPI: sendbuf holds `count` items to read, recvbuf `count` items to write
-        // (and read, in place).
-        let (st_send, st_recv) = unsafe {
-            let r = v.stage(recv, cnt, in_place, true);
-            ((!in_place).then(|| v.stage(send, cnt, true, false)), r)
+        // SAFETY: the caller's contract, with both ranges checked above.
+        let (send, output) = unsafe {
+            let r = view.stage(recv, cnt, in_place, true);
+            ((!in_place).then(|| view.stage(send, cnt, true, false)), r)
         };
-        let inp = st_send.as_ref().map_or(st_recv.ptr(), |s| s.ptr());
-        let s = sig(Kind::Allreduce, n, v.handle, op, -1);
-        coll::allreduce(&c, inp, st_recv.ptr(), n, &v.dt, red, s)?;
-        // SAFETY: as above.
-        unsafe { st_recv.finish() };
-        Ok(())
-    })
+        let input = send.as_ref().map_or(output.ptr() as *const u8, |s| s.ptr());
+        Ok(ReduceIo {
+            red,
+            view,
+            elems,
+            input,
+            output,
+            _send: send,
+        })
+    }
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -693,30 +693,23 @@ pub unsafe fn scan(
 ) -> c_int {
     guard(name, Some(comm), || {
         let c = comm_of(runtime::get()?, comm)?;
-        let cnt = count_arg(count, "count")?;
-        // Derived datatypes go through `type_arg` (see `typearg.rs`): packed when needed.
-        let t = type_arg(dt, "datatype")?;
-        let (red, v) = reduce_args(op, &t)?;
-        let n = v.count(cnt, "count")?;
-        let len = v.bytes(cnt, "count")?;
-        buf_arg(recv, len, "recvbuf")?;
-        let in_place = is_in_place(send);
-        if !in_place {
-            buf_arg(send, len, "sendbuf")?;
-            no_alias(send, recv, len)?;
-        }
-        // SAFETY: MPI: sendbuf holds `count` items to read, recvbuf `count` items to write
-        // (and read, in place).
-        let (st_send, st_recv) = unsafe {
-            let r = v.stage(recv, cnt, in_place, true);
-            ((!in_place).then(|| v.stage(send, cnt, true, false)), r)
-        };
-        let inp = st_send
-            .as_ref()
-            .map_or(st_recv.ptr() as *const u8, |s| s.ptr());
+        // Derived datatypes are packed when needed (see `typearg.rs`).
+        // SAFETY: MPI's contract for sendbuf/recvbuf, checked inside.
+        let io = unsafe { ReduceIo::new(send, recv, count, dt, op) }?;
         let kind = if exclusive { Kind::Exscan } else { Kind::Scan };
-        let sig = sig(kind, n, v.handle, op, -1);
-        coll::scan(&c, inp, st_recv.ptr(), n, &v.dt, red, exclusive, sig)?;
+        let sig = sig(kind, io.elems, io.view.handle, op, -1);
+        let (n, red) = (io.elems, io.red);
+        coll::scan(
+            &c,
+            io.input,
+            io.output.ptr(),
+            n,
+            &io.view.dt,
+            red,
+            exclusive,
+            sig,
+        )?;
+        let st_recv = io.output;
         if !(exclusive && c.rank == 0) {
             // SAFETY: as above (Exscan leaves rank 0's recvbuf alone).
             unsafe { st_recv.finish() };
