@@ -10,26 +10,35 @@
 #   init_thread  compat-tests/init_thread.c (the MPI_Init_thread path)
 #   errors       compat-tests/preload/errors.c: errors hcomm raises come back through the host's
 #                error handler as the host's error classes (MPI_ERRORS_RETURN, a user handler)
+#   comm_churn   compat-tests/preload/comm_churn.c: communicators created (dup, split, create)
+#                and freed CHURN_ROUNDS (100) times, results checked: MPICH reuses freed handle
+#                values, so state keyed by the value alone would go stale
+#   threads      tests/c/threads.c: two threads on two dup'd communicators at once under
+#                MPI_THREAD_MULTIPLE (their first use, and so hcomm's set-up, is concurrent)
+#   comm, userop compat-tests/comm.c, userop.c: communicator management; user-defined ops
+#                (forwarded to the host: userop must show <coll>_forwarded above zero)
 #   local        compat-tests/preload/local_main.c dlopen()s local_ext.c's shared object
 #                RTLD_LOCAL, as Python does with an MPI extension: the host MPI is then outside
 #                the global scope and the preload must find PMPI_X through dlopen(RTLD_NOLOAD)
+#   fake-abi5    the same fake host as "libmpi_abi.so.1" (MPI-5 standard ABI): recognised (INFO
+#                log) and everything forwarded untouched
 #   fake         first, without any MPI: compat-tests/preload/fake_host.c as "libmpich.so.12"
 #                calls MPI_Allreduce from inside PMPI_Barrier (the re-entry guard must forward
 #                it uncounted) and lacks PMPI_Bcast_c (MPI_Bcast_c must return MPI_ERR_INTERN)
 # Every run: exit 0 (77 = SKIP), no line starting with "FAIL", and with HCOMM_STATS=1 exactly
 # one "hcomm-stats" line per rank on stderr (ranks 0..N-1), with <coll>_handled above zero for
-# each collective the program calls on MPI_COMM_WORLD (hcomm takes those), bytes moved over
-# hcomm's transports, and <coll>_forwarded above zero for each it calls on other communicators
-# (forwarded for now); coll_check also with HCOMM_TRANSPORT=tcp (bytes_tcp > 0). It runs with
-# HCOMM_PRELOADED=1, so it also checks on the world the cases the host alone gets wrong
-# (MPICH's in-place Reduce at a non-zero root, ...), and on Open MPI without --mca op ^avx (its
-# AVX op saturates signed 8-bit sums; hcomm wraps).
+# each collective hcomm must take (predefined types and ops, any intracommunicator), bytes
+# moved over hcomm's transports, and <coll>_forwarded above zero where the program uses
+# user-defined ops; coll_check also with HCOMM_TRANSPORT=tcp (bytes_tcp > 0). coll_check runs
+# with HCOMM_PRELOADED=1, so it also checks the cases the host alone gets wrong (MPICH's
+# in-place Reduce at a non-zero root, ...), and on Open MPI without --mca op ^avx (its AVX op
+# saturates signed 8-bit sums; hcomm wraps).
 # Then HCOMM_DISABLE=1 (with HCOMM_STATS=1): the program passes and no hcomm-stats line appears;
 # and LD_PRELOAD set for the launcher itself (mpiexec and its daemons load it too).
 #
 # Usage: compat-tests/preload.sh [--impl mpich|openmpi|all]
 # Env:   PRELOAD=target/release/libhcomm_preload.so  NPROCS="2 3"  TIMEOUT=180 (per run)
-#        OUTDIR=build/preload (programs and logs)
+#        OUTDIR=build/preload (programs and logs)  CHURN_ROUNDS=100  THREADS_ITERS=200
 #        REQUIRE_ALL=1 (a missing MPI is a failure instead of a skip)
 set -euo pipefail
 
@@ -57,6 +66,8 @@ NPROCS=${NPROCS:-"2 3"}
 TIMEOUT=${TIMEOUT:-180}
 REQUIRE_ALL=${REQUIRE_ALL:-0}
 export CHECK_LARGE=${CHECK_LARGE:-4099}
+CHURN_ROUNDS=${CHURN_ROUNDS:-100}
+THREADS_ITERS=${THREADS_ITERS:-200}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
 if [ ! -f "$PRELOAD" ]; then
@@ -143,11 +154,15 @@ handled_of() {
         init_thread) echo "" ;;
         local) echo "allreduce bcast barrier" ;;
         errors) echo "allreduce bcast" ;;
+        comm_churn) echo "allreduce bcast allgather reduce_scatter_block reduce barrier" ;;
+        threads) echo "allreduce bcast allgather reduce_scatter_block barrier" ;;
+        comm) echo "allreduce allgather" ;;
+        userop) echo "allreduce" ;;
     esac
 }
 forwarded_of() {
     case "$1" in
-        coll_check) echo "$ALL7" ;;
+        userop) echo "allreduce reduce reduce_scatter_block" ;; # user-defined ops
         *) echo "" ;;
     esac
 }
@@ -157,10 +172,12 @@ build_all() { # impl dir; prints build failures as FAIL
     cc=$(mpicc_of "$impl")
     mkdir -p "$dir"
     local p src
-    for p in coll_check coll coll_c init_thread errors; do
+    for p in coll_check coll coll_c init_thread errors comm_churn threads comm userop; do
         src=compat-tests/$p.c
-        [ "$p" = coll_check ] && src=tests/c/coll_check.c
-        [ "$p" = errors ] && src=compat-tests/preload/errors.c
+        case "$p" in
+            coll_check|threads) src=tests/c/$p.c ;;
+            errors|comm_churn) src=compat-tests/preload/$p.c ;;
+        esac
         if ! $cc -O2 -Wall "$src" -o "$dir/$p" -lpthread >"$dir/$p.build.log" 2>&1; then
             report FAIL "build $p ($impl)" "see $dir/$p.build.log"
         fi
@@ -194,6 +211,29 @@ else
     report FAIL "build fake host" "see $fake/build.log"
 fi
 
+# The same fake host as an MPI-5 standard-ABI library (libmpi_abi.so.1): recognised, and every
+# call forwarded untouched (MPI-5's error classes: MPI_ERR_INTERN is 17).
+abi5=$OUTDIR/fake-abi5
+mkdir -p "$abi5"
+if cc -O1 -shared -fPIC -Wl,-soname,libmpi_abi.so.1 compat-tests/preload/fake_host.c -o "$abi5/libmpi_abi.so.1" \
+       >"$abi5/build.log" 2>&1 &&
+   cc -O1 -Wall compat-tests/preload/fake_main.c -o "$abi5/fake_main" "$abi5/libmpi_abi.so.1" \
+       -Wl,-rpath,"$abi5" -ldl >>"$abi5/build.log" 2>&1; then
+    out=$LOGS/fake-abi5.out err=$LOGS/fake-abi5.err
+    RC=0
+    env LD_PRELOAD="$PRELOAD" HCOMM_STATS=1 HCOMM_DEBUG=info timeout 30 "$abi5/fake_main" >"$out" 2>"$err" </dev/null || RC=$?
+    what="fake MPI-5 ABI host: recognised, forwarded untouched"
+    if [ "$RC" != 0 ]; then report FAIL "$what" "exit $RC [logs: $out $err]"
+    elif grep -q '^FAIL' "$out"; then report FAIL "$what" "$(grep -m1 '^FAIL' "$out")"
+    elif ! grep -q 'host MPI is MPI-5 standard ABI .*(MPI-5 ABI: untouched)' "$err"; then report FAIL "$what" "not recognised as MPI-5 [log: $err]"
+    elif ! grep -qx 'missing: MPI_Bcast_c rc=17' "$out"; then report FAIL "$what" "MPI_Bcast_c did not return MPI-5's MPI_ERR_INTERN [log: $out]"
+    elif ! grep -q '^hcomm-stats rank=-\{0,1\}[0-9]* allreduce_handled=0 allreduce_forwarded=1 .* barrier_handled=0 barrier_forwarded=1 ' "$err"; then
+        report FAIL "$what" "stats: not forwarded [log: $err]"
+    else report PASS "$what" ""; fi
+else
+    report FAIL "build fake MPI-5 host" "see $abi5/build.log"
+fi
+
 for impl in $IMPLS; do
     if ! have_impl "$impl"; then
         if [ "$REQUIRE_ALL" = 1 ]; then report FAIL "$impl" "not installed"; else report SKIP "$impl" "not installed"; fi
@@ -202,7 +242,7 @@ for impl in $IMPLS; do
     dir=$OUTDIR/$impl
     build_all "$impl" "$dir"
     for np in $NPROCS; do
-        for p in coll_check coll coll_c init_thread local errors; do
+        for p in coll_check coll coll_c init_thread local errors comm_churn threads comm userop; do
             [ -x "$dir/$p" ] || continue
             args=()
             [ "$p" = local ] && args=("$dir/local_ext.so")
@@ -211,7 +251,7 @@ for impl in $IMPLS; do
             if [ "$p" = coll_check ]; then
                 OMPI_OP_ARGS="" launch "$impl" "$np" "$out" "$err" 1 HCOMM_STATS=1 HCOMM_PRELOADED=1 CHECK_LARGE="$CHECK_LARGE" -- "$dir/$p"
             else
-                launch "$impl" "$np" "$out" "$err" 1 HCOMM_STATS=1 CHECK_LARGE="$CHECK_LARGE" -- "$dir/$p" ${args[@]+"${args[@]}"}
+                launch "$impl" "$np" "$out" "$err" 1 HCOMM_STATS=1 CHECK_LARGE="$CHECK_LARGE" CHURN_ROUNDS="$CHURN_ROUNDS" THREADS_ITERS="$THREADS_ITERS" -- "$dir/$p" ${args[@]+"${args[@]}"}
             fi
             what="$p $impl n=$np preload"
             secs=$((SECONDS - start))
@@ -231,7 +271,7 @@ for impl in $IMPLS; do
             what="coll_check $impl n=$np preload HCOMM_TRANSPORT=tcp"
             if [ "$RC" != 0 ]; then report FAIL "$what" "exit $RC [logs: $out $err]"
             elif grep -q '^FAIL' "$out" "$err"; then report FAIL "$what" "$(grep -h -m1 '^FAIL' "$out" "$err")"
-            elif ! why=$(check_stats "$err" "$np" "$ALL7" "$ALL7" bytes_tcp); then report FAIL "$what" "HCOMM_STATS: $(echo "$why" | head -3 | tr '\n' ';') [log: $err]"
+            elif ! why=$(check_stats "$err" "$np" "$ALL7" "" bytes_tcp); then report FAIL "$what" "HCOMM_STATS: $(echo "$why" | head -3 | tr '\n' ';') [log: $err]"
             else report PASS "$what" ""; fi
         fi
         # HCOMM_DISABLE=1: forwarded untouched, no stats line even with HCOMM_STATS=1.

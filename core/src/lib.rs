@@ -20,6 +20,7 @@ pub mod p2p;
 pub mod param;
 pub mod reduce;
 pub mod runtime;
+pub mod stats;
 pub mod transport;
 pub mod typemap;
 pub mod wait;

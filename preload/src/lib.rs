@@ -15,26 +15,27 @@
 //! MPI's pointers, and forwarding the full register passes either through unchanged (code that
 //! interprets an MPICH handle must narrow it to `i32`: the upper half of an `int` argument
 //! register is undefined). At `MPI_Init` the host ABI is detected ([`host`]) and, for MPICH-ABI
-//! and Open MPI hosts, hcomm's world is set up over the host's ([`world`]). Collectives on the
-//! host's `MPI_COMM_WORLD` with predefined datatypes and ops are then taken by hcomm ([`take`],
+//! and Open MPI hosts, hcomm's world is set up over the host's ([`world`]). Collectives on any of
+//! the host's intracommunicators (state per communicator, [`comms`]) with predefined datatypes
+//! and ops are then taken by hcomm ([`take`],
 //! handles translated by [`xlate`]); everything else is forwarded. Both are counted
-//! ([`stats`]). Library constructors: none — the preload also lands in `mpiexec` and its
+//! (`hcomm_core::stats`). Library constructors: none — the preload also lands in `mpiexec` and its
 //! daemons.
 
 use std::ffi::{c_char, c_int, c_void};
 use std::panic::catch_unwind;
 
+mod comms;
 mod guard;
 mod host;
 mod real;
-mod stats;
 mod take;
 mod world;
 mod xlate;
 
 use hcomm_core::abi::api::RecvCounts;
+use hcomm_core::stats::{self, Coll};
 use real::Sym;
-use stats::Coll;
 
 /// An MPI handle (communicator, datatype, op) as received from either ABI.
 type Handle = usize;
@@ -66,11 +67,12 @@ macro_rules! collectives {
                 return unsafe { real($($arg),*) };
             }
             let _inside = guard::enter();
+            // hcomm's entry point counts the call as handled.
             if let Some(rc) = $take {
-                stats::handled($coll);
                 return rc;
             }
             stats::forwarded($coll);
+            hcomm_core::trace!(concat!("preload: ", stringify!($name), " forwarded to the host MPI (", $(stringify!($arg), "={:#x} ",)* ")"), $($arg as usize),*);
             // SAFETY: as above.
             unsafe { real($($arg),*) }
         }
@@ -156,13 +158,7 @@ fn before_finalize() {
     if !guard::stats_enabled() {
         return;
     }
-    let r = catch_unwind(|| {
-        let rank = host::world_rank().unwrap_or(-1);
-        let line = stats::line(rank) + "\n";
-        use std::io::Write;
-        // One write so lines of several ranks do not interleave.
-        let _ = std::io::stderr().lock().write_all(line.as_bytes());
-    });
+    let r = catch_unwind(|| stats::print_if_enabled(host::world_rank().unwrap_or(-1)));
     if r.is_err() {
         hcomm_core::warn!("preload: internal error writing HCOMM_STATS");
     }

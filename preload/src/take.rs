@@ -2,28 +2,29 @@
 //! `None` when it must go to the host's `PMPI_X` untouched.
 //!
 //! hcomm takes a call when its world is up ([`world::active`], agreed by all ranks at init),
-//! the communicator is the host's `MPI_COMM_WORLD`, and the datatypes (and op) are predefined
+//! the communicator is an intracommunicator whose state is set up ([`comms::resolve`], agreed
+//! by its members on first use), and the datatypes (and op) are predefined
 //! ones hcomm handles (for reductions: a pair `hcomm_core::reduce::is_supported` accepts).
 //! Predefined datatypes are contiguous. The decision reads only the arguments, which MPI
 //! requires to match on every rank (`MPI_IN_PLACE` in `Allgather` is all-or-none; in `Reduce`
 //! only the root's sendbuf may be in place, and the decision ignores sendbuf there), so every
 //! rank decides alike. The call then runs through hcomm's own MPICH-ABI implementation
-//! (`hcomm_core::abi::api`, full argument checking) on hcomm's world, whose error handler is
+//! (`hcomm_core::abi::api`, full argument checking) on hcomm's communicator, whose error handler is
 //! `MPI_ERRORS_RETURN`; an error is translated and raised through the host's handler.
 
 use std::ffi::{c_int, c_void};
 
-use hcomm_core::abi::api::{self, Count, RecvCounts};
-use hcomm_core::abi::handles::COMM_WORLD;
-
-use crate::world;
 use crate::xlate::{reducible, Tables};
+use crate::{comms, world};
+use hcomm_core::abi::api::{self, Count, RecvCounts};
 
 type Handle = usize;
 
-/// The tables when `comm` is the host's world and hcomm is active.
-fn on_world(comm: Handle) -> Option<&'static Tables> {
-    world::active().filter(|t| t.is_world(comm))
+/// The tables and hcomm's communicator for host communicator `comm`, when hcomm is active and
+/// takes collectives on it (set up on first use, see [`comms`]).
+fn on_comm(comm: Handle) -> Option<(&'static Tables, c_int)> {
+    let t = world::active()?;
+    Some((t, comms::resolve(t, comm)?))
 }
 
 /// A predefined datatype and op pair hcomm reduces.
@@ -41,11 +42,11 @@ pub fn allreduce(
     op: Handle,
     comm: Handle,
 ) -> Option<c_int> {
-    let t = on_world(comm)?;
+    let (t, hc) = on_comm(comm)?;
     let (d, o) = reduction(t, dt, op)?;
     // SAFETY: the caller's MPI contract for these buffers; hcomm validates what it can.
-    let rc = unsafe { api::allreduce(name, t.send_buf(send), recv, count, d, o, COMM_WORLD) };
-    Some(world::finish(t, rc))
+    let rc = unsafe { api::allreduce(name, t.send_buf(send), recv, count, d, o, hc) };
+    Some(world::finish(t, comm, rc))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -59,11 +60,11 @@ pub fn reduce(
     root: c_int,
     comm: Handle,
 ) -> Option<c_int> {
-    let t = on_world(comm)?;
+    let (t, hc) = on_comm(comm)?;
     let (d, o) = reduction(t, dt, op)?;
     // SAFETY: as in `allreduce`.
-    let rc = unsafe { api::reduce(name, t.send_buf(send), recv, count, d, o, root, COMM_WORLD) };
-    Some(world::finish(t, rc))
+    let rc = unsafe { api::reduce(name, t.send_buf(send), recv, count, d, o, root, hc) };
+    Some(world::finish(t, comm, rc))
 }
 
 pub fn bcast(
@@ -74,11 +75,11 @@ pub fn bcast(
     root: c_int,
     comm: Handle,
 ) -> Option<c_int> {
-    let t = on_world(comm)?;
+    let (t, hc) = on_comm(comm)?;
     let d = t.datatype(dt)?;
     // SAFETY: as in `allreduce`.
-    let rc = unsafe { api::bcast(name, buf, count, d, root, COMM_WORLD) };
-    Some(world::finish(t, rc))
+    let rc = unsafe { api::bcast(name, buf, count, d, root, hc) };
+    Some(world::finish(t, comm, rc))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -92,7 +93,7 @@ pub fn allgather(
     rdt: Handle,
     comm: Handle,
 ) -> Option<c_int> {
-    let t = on_world(comm)?;
+    let (t, hc) = on_comm(comm)?;
     let r = t.datatype(rdt)?;
     // With MPI_IN_PLACE (on every rank) the send type is ignored.
     let s = if t.is_in_place(send) {
@@ -101,19 +102,8 @@ pub fn allgather(
         t.datatype(sdt)?
     };
     // SAFETY: as in `allreduce`.
-    let rc = unsafe {
-        api::allgather(
-            name,
-            t.send_buf(send),
-            scount,
-            s,
-            recv,
-            rcount,
-            r,
-            COMM_WORLD,
-        )
-    };
-    Some(world::finish(t, rc))
+    let rc = unsafe { api::allgather(name, t.send_buf(send), scount, s, recv, rcount, r, hc) };
+    Some(world::finish(t, comm, rc))
 }
 
 pub fn reduce_scatter(
@@ -125,11 +115,11 @@ pub fn reduce_scatter(
     op: Handle,
     comm: Handle,
 ) -> Option<c_int> {
-    let t = on_world(comm)?;
+    let (t, hc) = on_comm(comm)?;
     let (d, o) = reduction(t, dt, op)?;
     // SAFETY: as in `allreduce`.
-    let rc = unsafe { api::reduce_scatter(name, t.send_buf(send), recv, counts, d, o, COMM_WORLD) };
-    Some(world::finish(t, rc))
+    let rc = unsafe { api::reduce_scatter(name, t.send_buf(send), recv, counts, d, o, hc) };
+    Some(world::finish(t, comm, rc))
 }
 
 pub fn reduce_scatter_block(
@@ -141,17 +131,16 @@ pub fn reduce_scatter_block(
     op: Handle,
     comm: Handle,
 ) -> Option<c_int> {
-    let t = on_world(comm)?;
+    let (t, hc) = on_comm(comm)?;
     let (d, o) = reduction(t, dt, op)?;
     // SAFETY: as in `allreduce`.
-    let rc =
-        unsafe { api::reduce_scatter_block(name, t.send_buf(send), recv, count, d, o, COMM_WORLD) };
-    Some(world::finish(t, rc))
+    let rc = unsafe { api::reduce_scatter_block(name, t.send_buf(send), recv, count, d, o, hc) };
+    Some(world::finish(t, comm, rc))
 }
 
 pub fn barrier(comm: Handle) -> Option<c_int> {
-    let t = on_world(comm)?;
+    let (t, hc) = on_comm(comm)?;
     // SAFETY: no buffers.
-    let rc = unsafe { api::barrier(COMM_WORLD) };
-    Some(world::finish(t, rc))
+    let rc = unsafe { api::barrier(hc) };
+    Some(world::finish(t, comm, rc))
 }

@@ -54,7 +54,7 @@ type CommIntFn = unsafe extern "C" fn(usize, *mut c_int) -> c_int;
 type CommDupFn = unsafe extern "C" fn(usize, *mut usize) -> c_int;
 type CallErrhandlerFn = unsafe extern "C" fn(usize, c_int) -> c_int;
 
-fn sym<T: Copy>(s: &Sym) -> Result<T> {
+pub(crate) fn sym<T: Copy>(s: &Sym) -> Result<T> {
     let a = s
         .get()
         .ok_or_else(|| Error::other("host MPI function missing"))?;
@@ -64,7 +64,7 @@ fn sym<T: Copy>(s: &Sym) -> Result<T> {
     Ok(unsafe { std::mem::transmute_copy::<usize, T>(&a) })
 }
 
-fn host_rc(what: &str, rc: c_int) -> Result<()> {
+pub(crate) fn host_rc(what: &str, rc: c_int) -> Result<()> {
     if rc == 0 {
         Ok(())
     } else {
@@ -73,7 +73,7 @@ fn host_rc(what: &str, rc: c_int) -> Result<()> {
 }
 
 /// A host handle by name: `MPI_BYTE`, `MPI_INT`, `MPI_MIN`.
-fn host_handle(abi: Abi, mpich: i32, ompi: &std::ffi::CStr) -> Result<usize> {
+pub(crate) fn host_handle(abi: Abi, mpich: i32, ompi: &std::ffi::CStr) -> Result<usize> {
     match abi {
         Abi::Mpich => Ok(mpich as u32 as usize),
         _ => host::ompi_object(ompi).ok_or_else(|| Error::other("Open MPI object not found")),
@@ -167,6 +167,7 @@ fn setup_local(t: &Tables, thread_level: c_int) -> Result<()> {
         thread_level,
         h::ERRORS_RETURN,
     )?;
+    crate::comms::setup(t)?;
     Ok(())
 }
 
@@ -186,7 +187,11 @@ pub fn setup(thread_level: c_int) {
         c"PMPI_Comm_rank",
         c"PMPI_Comm_call_errhandler",
     ];
-    if let Some(n) = needed.iter().find(|n| crate::real::lookup(n) == 0) {
+    if let Some(n) = needed
+        .iter()
+        .chain(&crate::comms::NEEDED)
+        .find(|n| crate::real::lookup(n) == 0)
+    {
         hcomm_core::info!(
             "preload: the host MPI has no {}; forwarding everything",
             n.to_string_lossy()
@@ -227,7 +232,7 @@ pub fn setup(thread_level: c_int) {
     match agreed {
         Ok(Ok(1)) => {
             ACTIVE.store(true, Ordering::Release);
-            hcomm_core::info!("preload: hcomm takes collectives on MPI_COMM_WORLD");
+            hcomm_core::info!("preload: hcomm takes collectives on every intracommunicator");
         }
         Ok(Ok(_)) => {
             hcomm_core::warn!("preload: hcomm setup failed on some rank; forwarding everything")
@@ -248,17 +253,18 @@ pub fn before_finalize() {
     }
 }
 
-/// The return value of a call hcomm carried out: 0, or hcomm's error class translated to the
-/// host's and passed through the host's error handler on its world (`MPI_ERRORS_RETURN`
-/// returns it; the default handler ends the job the host's way).
-pub fn finish(t: &Tables, rc: c_int) -> c_int {
+/// The return value of a call hcomm carried out on host communicator `comm`: 0, or hcomm's
+/// error class translated to the host's and passed through the host's error handler of `comm`
+/// (`MPI_ERRORS_RETURN` returns it; the default handler ends the job the host's way).
+pub fn finish(t: &Tables, comm: usize, rc: c_int) -> c_int {
     if rc == 0 {
         return 0;
     }
     let code = t.error_class(rc);
     if let Ok(f) = sym::<CallErrhandlerFn>(&PMPI_CALL_ERRHANDLER) {
-        // SAFETY: the host's world and one of its error classes.
-        let _ = unsafe { f(t.world, code) };
+        // SAFETY: the caller's communicator (valid: hcomm resolved it) and one of the host's
+        // error classes.
+        let _ = unsafe { f(comm, code) };
     }
     code
 }

@@ -70,6 +70,8 @@ pub struct Tables {
     pub abi: Abi,
     /// The host's `MPI_COMM_WORLD`.
     pub world: usize,
+    /// The host's `MPI_COMM_NULL` (0 when Open MPI's object is not found).
+    comm_null: usize,
     /// Open MPI only: (object address, MPICH handle).
     types: Vec<(usize, i32)>,
     ops: Vec<(usize, i32)>,
@@ -91,12 +93,14 @@ pub fn tables() -> Option<&'static Tables> {
             Abi::Mpich => Some(Tables {
                 abi,
                 world,
+                comm_null: h::COMM_NULL as u32 as usize,
                 types: Vec::new(),
                 ops: Vec::new(),
             }),
             Abi::OpenMpi => Some(Tables {
                 abi,
                 world,
+                comm_null: host::ompi_object(c"ompi_mpi_comm_null").unwrap_or(0),
                 types: resolve(OMPI_TYPES),
                 ops: resolve(OMPI_OPS),
             }),
@@ -113,6 +117,14 @@ impl Tables {
             // The upper half of an `int` argument register is undefined: compare the low half.
             Abi::Mpich => comm as u32 == self.world as u32,
             _ => comm == self.world,
+        }
+    }
+
+    /// Whether `comm` is the host's `MPI_COMM_NULL` (or Open MPI's NULL pointer).
+    pub fn is_comm_null(&self, comm: usize) -> bool {
+        match self.abi {
+            Abi::Mpich => comm as u32 == self.comm_null as u32,
+            _ => comm == self.comm_null || comm == 0,
         }
     }
 

@@ -743,7 +743,7 @@ static size_t nbytes(const tinfo *t, long count) { return (size_t)count * (size_
 
 /* Known bugs of the reference MPIs (measured here): such checks are skipped for that MPI only,
  * counted, and listed at the end. Never skipped for hcomm. */
-enum { SKIP_MPICH_REDUCE_INPLACE, SKIP_MPICH_UNSIGNED_MINMAX, SKIP_MPICH_FLOAT16, SKIP_MPICH_RS_INPLACE, SKIP_OMPI_ULONG_MINMAX, SKIP_OMPI_INT8_SUM, NSKIP };
+enum { SKIP_MPICH_REDUCE_INPLACE, SKIP_MPICH_UNSIGNED_MINMAX, SKIP_MPICH_FLOAT16, SKIP_MPICH_RS_INPLACE, SKIP_OMPI_ULONG_MINMAX, NSKIP };
 static long skipped[NSKIP];
 static const char *const skip_why[NSKIP] = {
     "in-place MPI_Reduce at a non-zero root (Debian MPICH 4.0.2 segfaults)",
@@ -752,19 +752,17 @@ static const char *const skip_why[NSKIP] = {
     "in-place MPI_Reduce_scatter, unequal recvcounts, >= 512 KiB in total (Debian MPICH 4.0.2: "
     "assertion in yaksa pack, overlapping memcpy)",
     "MPI_MAX/MPI_MIN on MPI_UNSIGNED_LONG (Debian Open MPI 4.1.4 compares it as signed)",
-    "signed 8-bit MPI_SUM on communicators the preload forwards (Debian Open MPI 4.1.4's AVX "
-    "reduction saturates; preload.sh runs without --mca op ^avx to show hcomm wraps on the world)",
 };
 
 /* HCOMM_PRELOADED=1 (set by compat-tests/preload.sh): libhcomm_preload.so takes the
- * collectives on MPI_COMM_WORLD with predefined types and ops, so the reference MPI's bugs do
- * not apply there and nothing is skipped on the world; other communicators still go to the
- * reference MPI. */
+ * collectives on every intracommunicator with predefined types and ops — every call this
+ * program skips for a reference MPI's bug — so the reference MPI's bugs do not apply and
+ * nothing is skipped. */
 static int hcomm_preloaded;
 
 static int ref_skip(const cctx *c, const tinfo *t, enum opid op, int inplace_reduce_nonzero_root, int inplace_rs_uneven_large)
 {
-    if (hcomm_preloaded && c->comm == MPI_COMM_WORLD)
+    if (hcomm_preloaded)
         return 0;
 #ifdef REF_MPICH
     int why = -1;
@@ -785,10 +783,6 @@ static int ref_skip(const cctx *c, const tinfo *t, enum opid op, int inplace_red
     (void)inplace_rs_uneven_large;
     if (t->dt == MPI_UNSIGNED_LONG && (op == OP_MAX || op == OP_MIN)) {
         skipped[SKIP_OMPI_ULONG_MINMAX]++;
-        return 1;
-    }
-    if (hcomm_preloaded && t->kc == KC_INT && t->sgn && t->vsize == 1 && op == OP_SUM) {
-        skipped[SKIP_OMPI_INT8_SUM]++;
         return 1;
     }
 #else

@@ -13,6 +13,7 @@ use crate::runtime;
 // Collectives. `name` lets the `_c` variants report their own name.
 
 pub unsafe fn barrier(comm: c_int) -> c_int {
+    crate::stats::handled(crate::stats::Coll::Barrier);
     guard("MPI_Barrier", Some(comm), || {
         coll::barrier(&*comm_of(runtime::get()?, comm)?)
     })
@@ -26,6 +27,7 @@ pub unsafe fn bcast(
     root: c_int,
     comm: c_int,
 ) -> c_int {
+    crate::stats::handled(crate::stats::Coll::Bcast);
     guard(name, Some(comm), || {
         let c = comm_of(runtime::get()?, comm)?;
         let cnt = count_arg(count, "count")?;
@@ -55,6 +57,7 @@ pub unsafe fn reduce(
     root: c_int,
     comm: c_int,
 ) -> c_int {
+    crate::stats::handled(crate::stats::Coll::Reduce);
     guard(name, Some(comm), || {
         let c = comm_of(runtime::get()?, comm)?;
         let cnt = count_arg(count, "count")?;
@@ -105,6 +108,7 @@ pub unsafe fn allreduce(
     op: c_int,
     comm: c_int,
 ) -> c_int {
+    crate::stats::handled(crate::stats::Coll::Allreduce);
     guard(name, Some(comm), || {
         let c = comm_of(runtime::get()?, comm)?;
         // SAFETY: MPI's contract for sendbuf/recvbuf, checked inside.
@@ -190,6 +194,7 @@ pub unsafe fn allgather(
     rdt: c_int,
     comm: c_int,
 ) -> c_int {
+    crate::stats::handled(crate::stats::Coll::Allgather);
     guard(name, Some(comm), || {
         let c = comm_of(runtime::get()?, comm)?;
         let rcnt = count_arg(rcount, "recvcount")?;
@@ -306,6 +311,7 @@ pub unsafe fn reduce_scatter(
     op: c_int,
     comm: c_int,
 ) -> c_int {
+    crate::stats::handled(crate::stats::Coll::ReduceScatter);
     guard(name, Some(comm), || {
         let c = comm_of(runtime::get()?, comm)?;
         let get = |i: usize| -> Result<usize> {
@@ -330,6 +336,7 @@ pub unsafe fn reduce_scatter_block(
     op: c_int,
     comm: c_int,
 ) -> c_int {
+    crate::stats::handled(crate::stats::Coll::ReduceScatterBlock);
     guard(name, Some(comm), || {
         let c = comm_of(runtime::get()?, comm)?;
         let n = count_arg(count, "recvcount")?;

@@ -45,7 +45,12 @@ pub unsafe fn finalized(flag: *mut c_int) -> c_int {
 }
 
 pub unsafe fn finalize() -> c_int {
-    guard("MPI_Finalize", None, runtime::finalize)
+    guard("MPI_Finalize", None, || {
+        if let Ok(rt) = runtime::get() {
+            crate::stats::print_if_enabled(rt.world.rank as i32);
+        }
+        runtime::finalize()
+    })
 }
 
 pub unsafe fn abort(comm: c_int, errorcode: c_int) -> c_int {

@@ -1,7 +1,10 @@
-//! `HCOMM_STATS=1`: per-collective counts of calls hcomm handled and calls it forwarded to the
-//! host MPI, and payload bytes hcomm sent per transport (counted in hcomm-core's endpoint),
-//! printed as one `hcomm-stats` line per rank at `MPI_Finalize`. Relaxed atomics: the counts
-//! are read once, after the program's last collective.
+//! `HCOMM_STATS=1`: per-collective counts of calls hcomm handled and calls the preload
+//! interposer forwarded to the host MPI, and payload bytes hcomm sent per transport (counted in
+//! the endpoint), printed as one `hcomm-stats` line per rank at `MPI_Finalize` by both
+//! libraries. The seven collectives' entry points in [`crate::abi::api`] count "handled" (a
+//! call hcomm carried out, whether it succeeded or raised an error); only the interposer
+//! counts "forwarded". Relaxed atomics: the counts are read once, after the program's last
+//! collective.
 
 use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -85,9 +88,20 @@ pub fn line(rank: i32) -> String {
     format_line(
         rank,
         &snapshot(),
-        hcomm_core::transport::BYTES_SHM.load(Ordering::Relaxed),
-        hcomm_core::transport::BYTES_TCP.load(Ordering::Relaxed),
+        crate::transport::BYTES_SHM.load(Ordering::Relaxed),
+        crate::transport::BYTES_TCP.load(Ordering::Relaxed),
     )
+}
+
+/// With `HCOMM_STATS=1`: writes this process's line to stderr (one write, so the lines of
+/// several ranks do not interleave). `rank` is -1 when unknown.
+pub fn print_if_enabled(rank: i32) {
+    if !crate::param::stats() {
+        return;
+    }
+    use std::io::Write;
+    let line = line(rank) + "\n";
+    let _ = std::io::stderr().lock().write_all(line.as_bytes());
 }
 
 #[cfg(test)]
