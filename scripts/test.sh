@@ -67,8 +67,11 @@ timeout 60 target/release/hcomm run -n 3 build/cxx_allreduce_sendrecv
 step "libhcomm_preload.so preloaded into MPICH and Open MPI programs (2 and 3 ranks, HCOMM_STATS, HCOMM_DISABLE)"
 REQUIRE_ALL=1 compat-tests/preload.sh
 
-step "quick start example"
+step "quick start: the training example on 4 ranks"
 NP=4 scripts/quickstart.sh
+
+step "training example: accuracy and identical weights at 1, 2 and 4 ranks"
+scripts/train-scaling.sh --epochs 2 --train 8192
 
 left=$(ls /dev/shm 2>/dev/null | grep '^hcomm-' || true)
 if [ -n "$left" ]; then
