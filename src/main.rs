@@ -25,6 +25,10 @@ enum Command {
     Run(cli::run::RunArgs),
     /// Install a drop-in MPI prefix: bin/mpicc, mpicxx, mpiexec; include/mpi.h; lib/libhcomm.so
     Install(cli::install::InstallArgs),
+    /// Version, build contents, and every HCOMM_* variable with its default and current value
+    Info(cli::info::InfoArgs),
+    /// Check this machine for what hcomm needs (/dev/shm, limits, network, MPI, CUDA)
+    Doctor(cli::doctor::DoctorArgs),
 }
 
 fn main() {
@@ -35,6 +39,8 @@ fn main() {
     let code = match cli.command {
         Command::Run(args) => cli::run::run(args),
         Command::Install(args) => cli::install::install(args),
+        Command::Info(args) => cli::info::info(args),
+        Command::Doctor(args) => cli::doctor::doctor(args),
     };
     std::process::exit(code);
 }

@@ -8,6 +8,8 @@
 
 use std::ffi::{OsStr, OsString};
 
+pub mod doctor;
+pub mod info;
 pub mod install;
 pub mod run;
 
