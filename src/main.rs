@@ -29,6 +29,8 @@ enum Command {
     Info(cli::info::InfoArgs),
     /// Check this machine for what hcomm needs (/dev/shm, limits, network, MPI, CUDA)
     Doctor(cli::doctor::DoctorArgs),
+    /// Merge the per-rank files of HCOMM_PROFILE=path.json into one table
+    Profile(cli::profile::ProfileArgs),
 }
 
 fn main() {
@@ -41,6 +43,7 @@ fn main() {
         Command::Install(args) => cli::install::install(args),
         Command::Info(args) => cli::info::info(args),
         Command::Doctor(args) => cli::doctor::doctor(args),
+        Command::Profile(args) => cli::profile::profile(args),
     };
     std::process::exit(code);
 }

@@ -23,7 +23,9 @@ fn build_demo() -> PathBuf {
          CARGO_TARGET_DIR first",
         hcomm_bin().display()
     );
-    let dir = std::env::temp_dir().join(format!("hcomm-stats-test-{}", std::process::id()));
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("hcomm-stats-test-{}-{n}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let exe = dir.join("allreduce_demo");
     let out = Command::new("cc")
@@ -106,4 +108,52 @@ fn standalone_prints_one_stats_line_per_rank() {
     let quiet = run(&exe, "0");
     assert!(!quiet.contains("hcomm-stats"), "{quiet}");
     let _ = std::fs::remove_dir_all(exe.parent().unwrap());
+}
+
+/// `HCOMM_PROFILE=1` prints a per-collective summary per rank; `HCOMM_PROFILE=path` writes one
+/// JSON file per rank, which `hcomm profile path` merges.
+#[test]
+fn profile_to_stderr_and_to_files_merged_by_hcomm_profile() {
+    let exe = build_demo();
+    let dir = exe.parent().unwrap().to_path_buf();
+    let run_with = |value: &str| {
+        let out = Command::new(hcomm_bin())
+            .args(["run", "-n", "2"])
+            .arg(&exe)
+            .env("HCOMM_PROFILE", value)
+            .stdin(Stdio::null())
+            .output()
+            .expect("start hcomm run");
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let err = run_with("1");
+    for rank in 0..2 {
+        let row = err
+            .lines()
+            .find(|l| l.starts_with(&format!("hcomm-profile rank={rank}: allreduce ")))
+            .unwrap_or_else(|| panic!("no allreduce row for rank {rank}:\n{err}"));
+        let calls: u64 = row.split_whitespace().nth(3).unwrap().parse().unwrap();
+        assert!(calls > 0, "{row}");
+        assert!(row.contains("oneshot:") || row.contains("ring:"), "{row}");
+    }
+
+    let base = dir.join("prof.json");
+    run_with(base.to_str().unwrap());
+    for rank in 0..2 {
+        let f = dir.join(format!("prof.{rank}.json"));
+        let text = std::fs::read_to_string(&f).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        assert!(text.contains(&format!("\"rank\": {rank}")), "{text}");
+    }
+    let merged = Command::new(hcomm_bin())
+        .arg("profile")
+        .arg(&base)
+        .output()
+        .expect("start hcomm profile");
+    let text = String::from_utf8_lossy(&merged.stdout);
+    assert!(merged.status.success(), "{merged:?}");
+    assert!(text.contains("2 rank(s) from 2 file(s)"), "{text}");
+    assert!(text.lines().any(|l| l.starts_with("allreduce ")), "{text}");
+    assert!(text.lines().any(|l| l.starts_with("barrier ")), "{text}");
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -135,6 +135,7 @@ impl Comm {
     /// Logs the algorithm a collective takes, at INFO, once per (collective, algorithm) on
     /// this communicator (TRACE logs every call).
     pub fn note_algo(&self, kind: Kind, algo: Algo, bytes: usize) {
+        crate::stats::note(algo, bytes, self.size());
         crate::trace!(
             "{} on comm {:x}: {} bytes, algorithm {:?}",
             kind.mpi_name(),

@@ -74,7 +74,12 @@ pub const ALL: &[Param] = &[
     Param {
         name: "HCOMM_STATS",
         default: "0",
-        help: "Preload library: 1 makes each rank print an `hcomm-stats` line at MPI_Finalize (collectives handled/forwarded by hcomm, bytes per transport).",
+        help: "1: each rank prints an `hcomm-stats` line at MPI_Finalize (collectives handled by hcomm / forwarded to the host MPI, bytes per transport). Both libraries.",
+    },
+    Param {
+        name: "HCOMM_PROFILE",
+        default: "unset",
+        help: "1: each rank prints a per-collective summary at MPI_Finalize (calls, bytes, time, busbw, algorithms); a path (e.g. prof.json): each rank writes it as JSON to prof.<rank>.json (or replaces %r in the path), merged by `hcomm profile prof.json`.",
     },
     Param {
         name: "HCOMM_BOOTSTRAP_TIMEOUT",
@@ -136,6 +141,7 @@ macro_rules! bytes_param {
 }
 
 string_param!(debug, "HCOMM_DEBUG");
+string_param!(profile, "HCOMM_PROFILE");
 bytes_param!(chunk_size, "HCOMM_CHUNK_SIZE", None);
 bytes_param!(small_bytes, "HCOMM_SMALL_BYTES", Some(16 << 10));
 bytes_param!(shm_slots, "HCOMM_SHM_SLOTS", Some(8));

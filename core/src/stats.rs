@@ -46,6 +46,25 @@ impl Coll {
     }
 }
 
+/// One of the seven collectives' entry points: counts the call as handled and, with
+/// `HCOMM_PROFILE`, times it and records the algorithm and size the collective noted.
+#[inline]
+pub fn call(c: Coll, f: impl FnOnce() -> std::ffi::c_int) -> std::ffi::c_int {
+    handled(c);
+    if !profile::enabled() {
+        return f();
+    }
+    profile::timed(c, f)
+}
+
+/// Called by every collective once it has chosen its algorithm (`Comm::note_algo`).
+#[inline]
+pub fn note(algo: crate::coll::Algo, bytes: usize, size: usize) {
+    if profile::enabled() {
+        profile::note(algo, bytes, size);
+    }
+}
+
 /// Calls hcomm carried out itself.
 static HANDLED: [AtomicU64; 7] = [const { AtomicU64::new(0) }; 7];
 static FORWARDED: [AtomicU64; 7] = [const { AtomicU64::new(0) }; 7];
@@ -102,6 +121,257 @@ pub fn print_if_enabled(rank: i32) {
     use std::io::Write;
     let line = line(rank) + "\n";
     let _ = std::io::stderr().lock().write_all(line.as_bytes());
+}
+
+/// `HCOMM_PROFILE`: per collective, calls, bytes, time, bus bytes and the algorithms taken.
+///
+/// Bytes are the message size as nccl-tests counts it (allreduce/bcast/reduce: the buffer;
+/// allgather and reduce_scatter: the whole gathered / reduced buffer), as the collective notes
+/// it when it picks its algorithm. Bus bytes use nccl-tests' factors (allreduce 2(n-1)/n,
+/// allgather and reduce_scatter (n-1)/n, others 1), so busbw = bus bytes / time. Timing wraps
+/// the whole entry point (argument checks included); with the variable unset nothing is timed.
+pub mod profile {
+    use std::cell::Cell;
+    use std::fmt::Write;
+    use std::sync::OnceLock;
+    use std::time::Instant;
+
+    use parking_lot::Mutex;
+
+    use super::Coll;
+    use crate::coll::Algo;
+
+    /// Where the summary goes.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub enum Sink {
+        Stderr,
+        /// A path; `%r` is replaced by the rank, else `.<rank>` goes before the extension.
+        Json(String),
+    }
+
+    pub fn sink() -> Option<&'static Sink> {
+        static S: OnceLock<Option<Sink>> = OnceLock::new();
+        S.get_or_init(|| {
+            crate::param::profile().and_then(|v| match v.trim() {
+                "0" | "" => None,
+                "1" | "stderr" => Some(Sink::Stderr),
+                p => Some(Sink::Json(p.to_string())),
+            })
+        })
+        .as_ref()
+    }
+
+    #[inline]
+    pub fn enabled() -> bool {
+        sink().is_some()
+    }
+
+    /// The per-rank file for a `Json` sink.
+    pub fn rank_path(path: &str, rank: i32) -> String {
+        if path.contains("%r") {
+            return path.replace("%r", &rank.to_string());
+        }
+        match path.rsplit_once('.') {
+            Some((stem, ext)) if !ext.contains('/') && !stem.is_empty() => {
+                format!("{stem}.{rank}.{ext}")
+            }
+            _ => format!("{path}.{rank}"),
+        }
+    }
+
+    #[derive(Clone, Default)]
+    pub struct Entry {
+        pub calls: u64,
+        pub bytes: u64,
+        pub seconds: f64,
+        pub bus_bytes: f64,
+        /// (algorithm, calls), in order of first use.
+        pub algos: Vec<(String, u64)>,
+    }
+
+    static TABLE: Mutex<Option<Vec<Entry>>> = Mutex::new(None);
+
+    thread_local! {
+        /// What the running collective noted: (algorithm, bytes, communicator size).
+        static LAST: Cell<Option<(Algo, usize, usize)>> = const { Cell::new(None) };
+    }
+
+    pub fn note(algo: Algo, bytes: usize, size: usize) {
+        LAST.with(|l| l.set(Some((algo, bytes, size))));
+    }
+
+    fn bus_factor(c: Coll, n: usize) -> f64 {
+        let n = n.max(1) as f64;
+        match c {
+            Coll::Allreduce => 2.0 * (n - 1.0) / n,
+            Coll::Allgather | Coll::ReduceScatter | Coll::ReduceScatterBlock => (n - 1.0) / n,
+            _ => 1.0,
+        }
+    }
+
+    pub fn timed(c: Coll, f: impl FnOnce() -> std::ffi::c_int) -> std::ffi::c_int {
+        LAST.with(|l| l.set(None));
+        let t = Instant::now();
+        let rc = f();
+        let secs = t.elapsed().as_secs_f64();
+        let last = LAST.with(|l| l.take());
+        let mut g = TABLE.lock();
+        let e = &mut g.get_or_insert_with(|| vec![Entry::default(); Coll::ALL.len()])[c as usize];
+        e.calls += 1;
+        e.seconds += secs;
+        if let Some((algo, bytes, size)) = last {
+            e.bytes += bytes as u64;
+            e.bus_bytes += bytes as f64 * bus_factor(c, size);
+            let name = format!("{algo:?}").to_lowercase();
+            match e.algos.iter_mut().find(|a| a.0 == name) {
+                Some(a) => a.1 += 1,
+                None => e.algos.push((name, 1)),
+            }
+        }
+        rc
+    }
+
+    /// A copy of the table (all zero when nothing was recorded).
+    pub fn snapshot() -> Vec<(Coll, Entry)> {
+        let g = TABLE.lock();
+        Coll::ALL
+            .iter()
+            .map(|&c| {
+                (
+                    c,
+                    g.as_ref()
+                        .map(|t| t[c as usize].clone())
+                        .unwrap_or_default(),
+                )
+            })
+            .collect()
+    }
+
+    fn gbps(bytes: f64, secs: f64) -> f64 {
+        if secs > 0.0 {
+            bytes / secs / 1e9
+        } else {
+            0.0
+        }
+    }
+
+    fn algos_text(e: &Entry) -> String {
+        let v: Vec<String> = e.algos.iter().map(|(a, n)| format!("{a}:{n}")).collect();
+        if v.is_empty() {
+            "-".into()
+        } else {
+            v.join(",")
+        }
+    }
+
+    /// The human-readable summary of one rank (lines start with `hcomm-profile`).
+    pub fn text(rank: i32, rows: &[(Coll, Entry)]) -> String {
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "hcomm-profile rank={rank}: {:<21} {:>9} {:>14} {:>10} {:>10} {:>9}  algorithms",
+            "collective", "calls", "bytes", "time(s)", "mean(us)", "busbw"
+        );
+        for (c, e) in rows.iter().filter(|(_, e)| e.calls > 0) {
+            let _ = writeln!(
+                s,
+                "hcomm-profile rank={rank}: {:<21} {:>9} {:>14} {:>10.4} {:>10.2} {:>9.2}  {}",
+                c.name(),
+                e.calls,
+                e.bytes,
+                e.seconds,
+                e.seconds * 1e6 / e.calls as f64,
+                gbps(e.bus_bytes, e.seconds),
+                algos_text(e)
+            );
+        }
+        s
+    }
+
+    /// The JSON document of one rank.
+    pub fn json(rank: i32, rows: &[(Coll, Entry)]) -> String {
+        let mut s = format!("{{\"hcomm_profile\": 1, \"rank\": {rank}, \"collectives\": [");
+        let mut first = true;
+        for (c, e) in rows.iter().filter(|(_, e)| e.calls > 0) {
+            let algos: Vec<String> = e
+                .algos
+                .iter()
+                .map(|(a, n)| format!("{{\"name\": \"{a}\", \"calls\": {n}}}"))
+                .collect();
+            let _ = write!(
+                s,
+                "{}\n  {{\"name\": \"{}\", \"calls\": {}, \"bytes\": {}, \"seconds\": {:e}, \"bus_bytes\": {:e}, \"algorithms\": [{}]}}",
+                if first { "" } else { "," },
+                c.name(),
+                e.calls,
+                e.bytes,
+                e.seconds,
+                e.bus_bytes,
+                algos.join(", ")
+            );
+            first = false;
+        }
+        s.push_str("\n]}\n");
+        s
+    }
+
+    /// At `MPI_Finalize`: the summary to stderr, or this rank's JSON file.
+    pub fn finish(rank: i32) {
+        let Some(sink) = sink() else { return };
+        let rows = snapshot();
+        match sink {
+            Sink::Stderr => {
+                use std::io::Write;
+                let _ = std::io::stderr()
+                    .lock()
+                    .write_all(text(rank, &rows).as_bytes());
+            }
+            Sink::Json(path) => {
+                let file = rank_path(path, rank);
+                if let Err(e) = std::fs::write(&file, json(rank, &rows)) {
+                    crate::warn!("HCOMM_PROFILE: cannot write {file}: {e}");
+                }
+            }
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn rank_paths() {
+            assert_eq!(rank_path("prof.json", 3), "prof.3.json");
+            assert_eq!(rank_path("/tmp/p-%r.json", 1), "/tmp/p-1.json");
+            assert_eq!(rank_path("/tmp/a.b/prof", 0), "/tmp/a.b/prof.0");
+            assert_eq!(rank_path("prof", 2), "prof.2");
+        }
+
+        #[test]
+        fn busbw_factors_follow_nccl_tests() {
+            assert_eq!(bus_factor(Coll::Allreduce, 4), 1.5);
+            assert_eq!(bus_factor(Coll::Allgather, 4), 0.75);
+            assert_eq!(bus_factor(Coll::Bcast, 4), 1.0);
+        }
+
+        #[test]
+        fn json_lists_used_collectives() {
+            let mut rows: Vec<(Coll, Entry)> =
+                Coll::ALL.iter().map(|&c| (c, Entry::default())).collect();
+            rows[0].1 = Entry {
+                calls: 2,
+                bytes: 64,
+                seconds: 1e-3,
+                bus_bytes: 64.0,
+                algos: vec![("ring".into(), 2)],
+            };
+            let j = json(1, &rows);
+            assert!(j.starts_with("{\"hcomm_profile\": 1, \"rank\": 1, "));
+            assert!(j.contains("\"name\": \"allreduce\", \"calls\": 2, \"bytes\": 64"));
+            assert!(j.contains("[{\"name\": \"ring\", \"calls\": 2}]"));
+            assert!(!j.contains("bcast"));
+        }
+    }
 }
 
 #[cfg(test)]

@@ -155,10 +155,14 @@ fn after_init(thread_level: c_int) {
 
 /// Before the host's finalize: the `HCOMM_STATS` line.
 fn before_finalize() {
-    if !guard::stats_enabled() {
+    if !guard::stats_enabled() && !stats::profile::enabled() {
         return;
     }
-    let r = catch_unwind(|| stats::print_if_enabled(host::world_rank().unwrap_or(-1)));
+    let r = catch_unwind(|| {
+        let rank = host::world_rank().unwrap_or(-1);
+        stats::print_if_enabled(rank);
+        stats::profile::finish(rank);
+    });
     if r.is_err() {
         hcomm_core::warn!("preload: internal error writing HCOMM_STATS");
     }

@@ -11,6 +11,7 @@ use std::ffi::{OsStr, OsString};
 pub mod doctor;
 pub mod info;
 pub mod install;
+pub mod profile;
 pub mod run;
 
 /// Options of `hcomm run` that take a separate value (`-n 4`, `--timeout-kill-secs 3`),

@@ -13,9 +13,10 @@ use crate::runtime;
 // Collectives. `name` lets the `_c` variants report their own name.
 
 pub unsafe fn barrier(comm: c_int) -> c_int {
-    crate::stats::handled(crate::stats::Coll::Barrier);
-    guard("MPI_Barrier", Some(comm), || {
-        coll::barrier(&*comm_of(runtime::get()?, comm)?)
+    crate::stats::call(crate::stats::Coll::Barrier, || {
+        guard("MPI_Barrier", Some(comm), || {
+            coll::barrier(&*comm_of(runtime::get()?, comm)?)
+        })
     })
 }
 
@@ -27,22 +28,23 @@ pub unsafe fn bcast(
     root: c_int,
     comm: c_int,
 ) -> c_int {
-    crate::stats::handled(crate::stats::Coll::Bcast);
-    guard(name, Some(comm), || {
-        let c = comm_of(runtime::get()?, comm)?;
-        let cnt = count_arg(count, "count")?;
-        let v = type_arg(dt, "datatype")?.moving();
-        let root = root_arg(root, &c)?;
-        let n = v.count(cnt, "count")?;
-        buf_arg(buf, v.bytes(cnt, "count")?, "buffer")?;
-        let is_root = c.rank == root;
-        // SAFETY: MPI: `buf` holds `count` items; the root's are read, the others' written.
-        let st = unsafe { v.stage(buf, cnt, is_root, !is_root) };
-        let s = sig(Kind::Bcast, n, v.handle, 0, root as i32);
-        coll::bcast(&c, st.ptr(), n, &v.dt, root, s)?;
-        // SAFETY: as above.
-        unsafe { st.finish() };
-        Ok(())
+    crate::stats::call(crate::stats::Coll::Bcast, || {
+        guard(name, Some(comm), || {
+            let c = comm_of(runtime::get()?, comm)?;
+            let cnt = count_arg(count, "count")?;
+            let v = type_arg(dt, "datatype")?.moving();
+            let root = root_arg(root, &c)?;
+            let n = v.count(cnt, "count")?;
+            buf_arg(buf, v.bytes(cnt, "count")?, "buffer")?;
+            let is_root = c.rank == root;
+            // SAFETY: MPI: `buf` holds `count` items; the root's are read, the others' written.
+            let st = unsafe { v.stage(buf, cnt, is_root, !is_root) };
+            let s = sig(Kind::Bcast, n, v.handle, 0, root as i32);
+            coll::bcast(&c, st.ptr(), n, &v.dt, root, s)?;
+            // SAFETY: as above.
+            unsafe { st.finish() };
+            Ok(())
+        })
     })
 }
 
@@ -57,45 +59,46 @@ pub unsafe fn reduce(
     root: c_int,
     comm: c_int,
 ) -> c_int {
-    crate::stats::handled(crate::stats::Coll::Reduce);
-    guard(name, Some(comm), || {
-        let c = comm_of(runtime::get()?, comm)?;
-        let cnt = count_arg(count, "count")?;
-        let t = type_arg(dt, "datatype")?;
-        let (red, v) = reduce_args(op, &t)?;
-        let root = root_arg(root, &c)?;
-        let n = v.count(cnt, "count")?;
-        let len = v.bytes(cnt, "count")?;
-        let is_root = c.rank == root;
-        let in_place = is_root && is_in_place(send);
-        if in_place {
-            buf_arg(recv, len, "recvbuf")?;
-        } else {
-            buf_arg(send, len, "sendbuf")?;
-            if is_root {
-                buf_arg(recv, len, "recvbuf")?;
-                no_alias(send, recv, len)?;
-            }
-        }
-        // SAFETY: MPI: sendbuf holds `count` items to read, the root's recvbuf `count` items
-        // to write (and read, in place).
-        let (st_send, st_recv) = unsafe {
+    crate::stats::call(crate::stats::Coll::Reduce, || {
+        guard(name, Some(comm), || {
+            let c = comm_of(runtime::get()?, comm)?;
+            let cnt = count_arg(count, "count")?;
+            let t = type_arg(dt, "datatype")?;
+            let (red, v) = reduce_args(op, &t)?;
+            let root = root_arg(root, &c)?;
+            let n = v.count(cnt, "count")?;
+            let len = v.bytes(cnt, "count")?;
+            let is_root = c.rank == root;
+            let in_place = is_root && is_in_place(send);
             if in_place {
-                (None, Some(v.stage(recv, cnt, true, true)))
+                buf_arg(recv, len, "recvbuf")?;
             } else {
-                let s = v.stage(send, cnt, true, false);
-                (Some(s), is_root.then(|| v.stage(recv, cnt, false, true)))
+                buf_arg(send, len, "sendbuf")?;
+                if is_root {
+                    buf_arg(recv, len, "recvbuf")?;
+                    no_alias(send, recv, len)?;
+                }
             }
-        };
-        let out = st_recv.as_ref().map_or(std::ptr::null_mut(), |s| s.ptr());
-        let inp = st_send.as_ref().map_or(out, |s| s.ptr());
-        let s = sig(Kind::Reduce, n, v.handle, op, root as i32);
-        coll::reduce(&c, inp, out, n, &v.dt, red, root, s)?;
-        if let Some(st) = st_recv {
-            // SAFETY: as above.
-            unsafe { st.finish() };
-        }
-        Ok(())
+            // SAFETY: MPI: sendbuf holds `count` items to read, the root's recvbuf `count` items
+            // to write (and read, in place).
+            let (st_send, st_recv) = unsafe {
+                if in_place {
+                    (None, Some(v.stage(recv, cnt, true, true)))
+                } else {
+                    let s = v.stage(send, cnt, true, false);
+                    (Some(s), is_root.then(|| v.stage(recv, cnt, false, true)))
+                }
+            };
+            let out = st_recv.as_ref().map_or(std::ptr::null_mut(), |s| s.ptr());
+            let inp = st_send.as_ref().map_or(out, |s| s.ptr());
+            let s = sig(Kind::Reduce, n, v.handle, op, root as i32);
+            coll::reduce(&c, inp, out, n, &v.dt, red, root, s)?;
+            if let Some(st) = st_recv {
+                // SAFETY: as above.
+                unsafe { st.finish() };
+            }
+            Ok(())
+        })
     })
 }
 
@@ -108,24 +111,25 @@ pub unsafe fn allreduce(
     op: c_int,
     comm: c_int,
 ) -> c_int {
-    crate::stats::handled(crate::stats::Coll::Allreduce);
-    guard(name, Some(comm), || {
-        let c = comm_of(runtime::get()?, comm)?;
-        // SAFETY: MPI's contract for sendbuf/recvbuf, checked inside.
-        let io = unsafe { ReduceIo::new(send, recv, count, dt, op) }?;
-        let s = sig(Kind::Allreduce, io.elems, io.view.handle, op, -1);
-        coll::allreduce(
-            &c,
-            io.input,
-            io.output.ptr(),
-            io.elems,
-            &io.view.dt,
-            io.red,
-            s,
-        )?;
-        // SAFETY: the output was staged from recvbuf just above.
-        unsafe { io.output.finish() };
-        Ok(())
+    crate::stats::call(crate::stats::Coll::Allreduce, || {
+        guard(name, Some(comm), || {
+            let c = comm_of(runtime::get()?, comm)?;
+            // SAFETY: MPI's contract for sendbuf/recvbuf, checked inside.
+            let io = unsafe { ReduceIo::new(send, recv, count, dt, op) }?;
+            let s = sig(Kind::Allreduce, io.elems, io.view.handle, op, -1);
+            coll::allreduce(
+                &c,
+                io.input,
+                io.output.ptr(),
+                io.elems,
+                &io.view.dt,
+                io.red,
+                s,
+            )?;
+            // SAFETY: the output was staged from recvbuf just above.
+            unsafe { io.output.finish() };
+            Ok(())
+        })
     })
 }
 
@@ -194,58 +198,59 @@ pub unsafe fn allgather(
     rdt: c_int,
     comm: c_int,
 ) -> c_int {
-    crate::stats::handled(crate::stats::Coll::Allgather);
-    guard(name, Some(comm), || {
-        let c = comm_of(runtime::get()?, comm)?;
-        let rcnt = count_arg(rcount, "recvcount")?;
-        let rt = type_arg(rdt, "recvtype")?;
-        let rv = rt.moving();
-        let rn = rv.count(rcnt, "recvcount")?;
-        let blk = rn * rv.dt.extent;
-        let items = rcnt.checked_mul(c.size());
-        let total = items
-            .and_then(|i| rv.bytes(i, "recvcount").ok())
-            .ok_or_else(|| {
-                Error::new(Class::Count, "recvcount × communicator size is too large")
-            })?;
-        let items = items.unwrap_or(0);
-        buf_arg(recv, total, "recvbuf")?;
-        let own_user = recv.cast::<u8>().wrapping_add(c.rank * rcnt * rt.extent());
-        let in_place = is_in_place(send);
-        let mut sv = None;
-        if !in_place {
-            let scnt = count_arg(scount, "sendcount")?;
-            let v = type_arg(sdt, "sendtype")?.moving();
-            let sbytes = v.bytes(scnt, "sendcount")?;
-            if v.count(scnt, "sendcount")? * v.dt.size != rn * rv.dt.size || sbytes != blk {
-                return Err(Error::new(
+    crate::stats::call(crate::stats::Coll::Allgather, || {
+        guard(name, Some(comm), || {
+            let c = comm_of(runtime::get()?, comm)?;
+            let rcnt = count_arg(rcount, "recvcount")?;
+            let rt = type_arg(rdt, "recvtype")?;
+            let rv = rt.moving();
+            let rn = rv.count(rcnt, "recvcount")?;
+            let blk = rn * rv.dt.extent;
+            let items = rcnt.checked_mul(c.size());
+            let total = items
+                .and_then(|i| rv.bytes(i, "recvcount").ok())
+                .ok_or_else(|| {
+                    Error::new(Class::Count, "recvcount × communicator size is too large")
+                })?;
+            let items = items.unwrap_or(0);
+            buf_arg(recv, total, "recvbuf")?;
+            let own_user = recv.cast::<u8>().wrapping_add(c.rank * rcnt * rt.extent());
+            let in_place = is_in_place(send);
+            let mut sv = None;
+            if !in_place {
+                let scnt = count_arg(scount, "sendcount")?;
+                let v = type_arg(sdt, "sendtype")?.moving();
+                let sbytes = v.bytes(scnt, "sendcount")?;
+                if v.count(scnt, "sendcount")? * v.dt.size != rn * rv.dt.size || sbytes != blk {
+                    return Err(Error::new(
                     Class::Truncate,
                     format!("sendcount×sendtype ({sbytes} bytes) does not match recvcount×recvtype ({blk} bytes)"),
                 ));
+                }
+                buf_arg(send, sbytes, "sendbuf")?;
+                no_alias(send, own_user as *const c_void, blk)?;
+                sv = Some((v, scnt));
             }
-            buf_arg(send, sbytes, "sendbuf")?;
-            no_alias(send, own_user as *const c_void, blk)?;
-            sv = Some((v, scnt));
-        }
-        // SAFETY: MPI: recvbuf holds size × recvcount items (the own block is read in
-        // place), sendbuf `sendcount` items.
-        let st_recv = unsafe { rv.stage(recv, items, false, true) };
-        let st_send = sv
-            .as_ref()
-            .map(|(v, n)| unsafe { v.stage(send, *n, true, false) });
-        let inp = match &st_send {
-            Some(s) => s.ptr() as *const u8,
-            None => {
-                // SAFETY: the own block lies in recvbuf (see above).
-                unsafe { st_recv.load_items(c.rank * rcnt, rcnt) };
-                st_recv.ptr().wrapping_add(c.rank * blk)
-            }
-        };
-        let s = sig(Kind::Allgather, rn, rv.handle, 0, -1);
-        coll::allgather(&c, inp, st_recv.ptr(), rn, &rv.dt, s)?;
-        // SAFETY: as above.
-        unsafe { st_recv.finish() };
-        Ok(())
+            // SAFETY: MPI: recvbuf holds size × recvcount items (the own block is read in
+            // place), sendbuf `sendcount` items.
+            let st_recv = unsafe { rv.stage(recv, items, false, true) };
+            let st_send = sv
+                .as_ref()
+                .map(|(v, n)| unsafe { v.stage(send, *n, true, false) });
+            let inp = match &st_send {
+                Some(s) => s.ptr() as *const u8,
+                None => {
+                    // SAFETY: the own block lies in recvbuf (see above).
+                    unsafe { st_recv.load_items(c.rank * rcnt, rcnt) };
+                    st_recv.ptr().wrapping_add(c.rank * blk)
+                }
+            };
+            let s = sig(Kind::Allgather, rn, rv.handle, 0, -1);
+            coll::allgather(&c, inp, st_recv.ptr(), rn, &rv.dt, s)?;
+            // SAFETY: as above.
+            unsafe { st_recv.finish() };
+            Ok(())
+        })
     })
 }
 
@@ -311,19 +316,20 @@ pub unsafe fn reduce_scatter(
     op: c_int,
     comm: c_int,
 ) -> c_int {
-    crate::stats::handled(crate::stats::Coll::ReduceScatter);
-    guard(name, Some(comm), || {
-        let c = comm_of(runtime::get()?, comm)?;
-        let get = |i: usize| -> Result<usize> {
-            let v = match counts {
-                RecvCounts::Int(p) if !p.is_null() => Count::from(unsafe { *p.add(i) }),
-                RecvCounts::Count(p) if !p.is_null() => unsafe { *p.add(i) },
-                _ => return Err(Error::new(Class::Arg, "recvcounts is NULL")),
+    crate::stats::call(crate::stats::Coll::ReduceScatter, || {
+        guard(name, Some(comm), || {
+            let c = comm_of(runtime::get()?, comm)?;
+            let get = |i: usize| -> Result<usize> {
+                let v = match counts {
+                    RecvCounts::Int(p) if !p.is_null() => Count::from(unsafe { *p.add(i) }),
+                    RecvCounts::Count(p) if !p.is_null() => unsafe { *p.add(i) },
+                    _ => return Err(Error::new(Class::Arg, "recvcounts is NULL")),
+                };
+                count_arg(v, &format!("recvcounts[{i}]"))
             };
-            count_arg(v, &format!("recvcounts[{i}]"))
-        };
-        // SAFETY: get reads recvcounts[0..size], which MPI requires the caller to provide.
-        unsafe { reduce_scatter_common(send, recv, &get, Kind::ReduceScatter, dt, op, &c) }
+            // SAFETY: get reads recvcounts[0..size], which MPI requires the caller to provide.
+            unsafe { reduce_scatter_common(send, recv, &get, Kind::ReduceScatter, dt, op, &c) }
+        })
     })
 }
 
@@ -336,14 +342,15 @@ pub unsafe fn reduce_scatter_block(
     op: c_int,
     comm: c_int,
 ) -> c_int {
-    crate::stats::handled(crate::stats::Coll::ReduceScatterBlock);
-    guard(name, Some(comm), || {
-        let c = comm_of(runtime::get()?, comm)?;
-        let n = count_arg(count, "recvcount")?;
-        // SAFETY: pointers are validated inside before use.
-        unsafe {
-            reduce_scatter_common(send, recv, &|_| Ok(n), Kind::ReduceScatterBlock, dt, op, &c)
-        }
+    crate::stats::call(crate::stats::Coll::ReduceScatterBlock, || {
+        guard(name, Some(comm), || {
+            let c = comm_of(runtime::get()?, comm)?;
+            let n = count_arg(count, "recvcount")?;
+            // SAFETY: pointers are validated inside before use.
+            unsafe {
+                reduce_scatter_common(send, recv, &|_| Ok(n), Kind::ReduceScatterBlock, dt, op, &c)
+            }
+        })
     })
 }
 

@@ -48,6 +48,7 @@ pub unsafe fn finalize() -> c_int {
     guard("MPI_Finalize", None, || {
         if let Ok(rt) = runtime::get() {
             crate::stats::print_if_enabled(rt.world.rank as i32);
+            crate::stats::profile::finish(rt.world.rank as i32);
         }
         runtime::finalize()
     })
