@@ -39,7 +39,10 @@ fn check_report(o: &Output) -> Vec<(String, String)> {
         .filter(|l| l.starts_with("pass ") || l.starts_with("warn ") || l.starts_with("FAIL "))
         .map(|l| {
             let mut it = l.split_whitespace();
-            (it.next().unwrap().to_string(), it.next().unwrap().to_string())
+            (
+                it.next().unwrap().to_string(),
+                it.next().unwrap().to_string(),
+            )
         })
         .collect();
     let failed = lines.iter().any(|(s, _)| s == "FAIL");

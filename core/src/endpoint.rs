@@ -12,15 +12,19 @@
 //! that message by its number (`seq`); see [`crate::p2p`]. Queued frames carry a process-wide
 //! arrival stamp, so an `MPI_ANY_SOURCE` receive can take the earliest queued message of any
 //! source. Messages a rank sends to itself go straight into its own queue (it has no link).
+//!
+//! Failure notices ([`crate::health`]) are taken out of the stream wherever a frame is read
+//! from a link, whoever reads it, and recorded here for every wait to see.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
 
 use crate::error::{Error, Result};
 use crate::frame::{FrameHeader, Signature};
+use crate::health::{Notices, PeerMeta};
 use crate::transport::shm::Segment;
 use crate::transport::Link;
 use crate::wait::Doorbell;
@@ -114,6 +118,11 @@ pub struct Endpoint {
     bell: BellHome,
     /// How long to poll before sleeping.
     pub spin: std::time::Duration,
+    /// Per world rank: host, pid and how its liveness is watched (empty: nothing known).
+    peers: Vec<PeerMeta>,
+    notices: Notices,
+    /// In `MPI_Finalize`: peers may leave cleanly, only those waited for are watched.
+    finalizing: AtomicBool,
 }
 
 impl Endpoint {
@@ -126,6 +135,9 @@ impl Endpoint {
             rx: vec![Mutex::new(RxState::default())],
             bell: BellHome::local(),
             spin: std::time::Duration::ZERO,
+            peers: Vec::new(),
+            notices: Notices::default(),
+            finalizing: AtomicBool::new(false),
         }
     }
 
@@ -145,7 +157,47 @@ impl Endpoint {
             rx: (0..size).map(|_| Mutex::new(RxState::default())).collect(),
             bell,
             spin,
+            peers: Vec::new(),
+            notices: Notices::default(),
+            finalizing: AtomicBool::new(false),
         }
+    }
+
+    /// What is known about each world rank (host, pid, liveness watch), in rank order.
+    pub fn set_peers(&mut self, peers: Vec<PeerMeta>) {
+        self.peers = peers;
+    }
+
+    /// `rank R (host H, pid P)` for messages.
+    pub fn peer_label(&self, rank: usize) -> String {
+        match self.peers.get(rank) {
+            Some(p) => p.label(rank),
+            None => format!("rank {rank}"),
+        }
+    }
+
+    /// The transport to `peer` (`shm`, `tcp`), `self` for this rank; for reports such as
+    /// `hcomm selftest`'s.
+    pub fn transport_name(&self, peer: usize) -> &'static str {
+        match self.links.get(peer).and_then(|l| l.as_deref()) {
+            Some(l) => l.name(),
+            None if peer == self.rank => "self",
+            None => "none",
+        }
+    }
+
+    /// The host name of world rank `rank`, when known.
+    pub fn peer_host(&self, rank: usize) -> Option<&str> {
+        self.peers.get(rank).map(|p| p.host.as_str())
+    }
+
+    pub fn notices(&self) -> &Notices {
+        &self.notices
+    }
+
+    /// `MPI_Finalize` has begun: from now on peers may exit cleanly.
+    pub fn set_finalizing(&self) {
+        self.finalizing.store(true, Ordering::Relaxed);
     }
 
     pub fn bell(&self) -> &Doorbell {
@@ -174,20 +226,22 @@ impl Endpoint {
 
     /// Feeds frames from `peer` that match `key` to `consume` until it returns `false`
     /// (satisfied) or nothing more is available. Returns whether any frame was read.
-    /// A frame of the same `(comm_id, seq)` with another signature is a mismatched call.
+    /// A frame of the same `(comm_id, seq)` with another signature is a mismatched call;
+    /// `ranks` (this rank's and the peer's rank in the communicator) name both sides.
     /// Point-to-point frames never match.
     pub fn poll_recv(
         &self,
         peer: usize,
         key: MatchKey,
         sig: &Signature,
+        ranks: (usize, usize),
         consume: &mut dyn FnMut(&FrameHeader, &[u8]) -> Result<bool>,
     ) -> Result<bool> {
         let mut want = |h: &FrameHeader| -> Result<bool> {
             if h.is_p2p() || h.comm_id != key.comm_id || h.seq != key.seq {
                 return Ok(false);
             }
-            check_signature(h, sig, peer)?;
+            check_signature(h, sig, key, ranks)?;
             Ok(h.tag == key.tag)
         };
         let (took, queued) = self.poll_with(peer, &mut want, consume)?;
@@ -227,7 +281,10 @@ impl Endpoint {
         let mut queued = false;
         while want_more {
             let got = link.try_recv(&mut |hdr: &FrameHeader, payload: &[u8]| {
-                if want(hdr)? {
+                if hdr.is_notice() {
+                    self.notices.record(hdr.comm_id, hdr.seq, peer, payload);
+                    queued = true; // wakes the other threads: the notice may be theirs
+                } else if want(hdr)? {
                     took = true;
                     want_more = take(hdr, payload)?;
                 } else {
@@ -306,8 +363,12 @@ impl Endpoint {
         let mut queued = false;
         while found.is_none() {
             let got = link.try_recv(&mut |hdr: &FrameHeader, payload: &[u8]| {
-                rx.push(hdr, payload.to_vec());
                 queued = true;
+                if hdr.is_notice() {
+                    self.notices.record(hdr.comm_id, hdr.seq, peer, payload);
+                    return Ok(());
+                }
+                rx.push(hdr, payload.to_vec());
                 if key.starts(hdr) {
                     found = Some(*hdr);
                 }
@@ -349,6 +410,92 @@ impl Endpoint {
             .unwrap_or(false))
     }
 
+    /// The peers (world ranks) whose process has ended or whose link has failed, with what is
+    /// known. While finalizing, only the ranks in `only` (the ones waited for) are looked at,
+    /// else every peer. TCP links are drained on the way (their frames queued), so a failure
+    /// is reported only after everything the peer sent before it.
+    pub fn lost_peers(&self, only: Option<&[usize]>) -> Vec<(usize, String)> {
+        let finalizing = self.finalizing.load(Ordering::Relaxed);
+        let all: Vec<usize>;
+        let ranks = match only {
+            Some(r) if finalizing => r,
+            _ => {
+                all = (0..self.size).collect();
+                &all
+            }
+        };
+        let mut lost = Vec::new();
+        for &p in ranks.iter().filter(|&&p| p != self.rank) {
+            if self.peers.get(p).is_some_and(|m| m.is_gone()) {
+                lost.push((p, "its process has ended".into()));
+                continue;
+            }
+            let Some(link) = self.links.get(p).and_then(|l| l.as_deref()) else {
+                continue;
+            };
+            if link.name() != "shm" {
+                if let Err(e) = self.poll_with(p, &mut |_| Ok(false), &mut |_, _| Ok(true)) {
+                    lost.push((p, e.msg));
+                }
+            }
+        }
+        lost
+    }
+
+    /// Tells the world ranks `to` that this rank left collective call `seq` of `comm_id` with
+    /// `text` (a [`Kind::Notice`](crate::frame::Kind) frame each). Best effort: a full
+    /// channel is retried for [`NOTICE_PATIENCE`](crate::health::NOTICE_PATIENCE) while this
+    /// rank drains its own links (the peer may be blocked sending to us), a failed link is
+    /// skipped.
+    pub fn send_notice(&self, to: &[usize], comm_id: u64, seq: u64, text: &str) {
+        let hdr = FrameHeader::notice(comm_id, seq, self.rank as u32);
+        let mut pending: Vec<usize> = to.iter().copied().filter(|&p| p != self.rank).collect();
+        crate::health::retry_for(crate::health::NOTICE_PATIENCE, || {
+            pending.retain(|&p| {
+                let Ok(max) = self.max_payload(p) else {
+                    return false;
+                };
+                let body = &text.as_bytes()[..text.len().min(max).min(crate::health::NOTICE_MAX)];
+                !matches!(self.try_send(p, &hdr, body), Ok(true) | Err(_))
+            });
+            if !pending.is_empty() {
+                for p in 0..self.size {
+                    let _ = self.drain(p);
+                }
+            }
+            pending.is_empty()
+        });
+    }
+
+    /// [`Endpoint::drain`] for a collective call waiting to sleep: frames of the same call
+    /// (`key`'s communicator and call number) are signature-checked on the way, so a peer
+    /// that called something else is noticed even when no receive of this rank would take
+    /// its frames (a different root, say). Link failures are left to the receive that needs
+    /// the peer, as in `drain`.
+    pub fn drain_call(
+        &self,
+        peer: usize,
+        key: MatchKey,
+        sig: &Signature,
+        ranks: (usize, usize),
+    ) -> Result<bool> {
+        let mut bad = None;
+        let res = self.poll_with(
+            peer,
+            &mut |h| {
+                if !h.is_p2p() && h.comm_id == key.comm_id && h.seq == key.seq && bad.is_none() {
+                    bad = check_signature(h, sig, key, ranks).err();
+                }
+                Ok(false)
+            },
+            &mut |_, _| Ok(true),
+        );
+        match bad {
+            Some(e) => Err(e),
+            None => Ok(res.map(|r| r.1).unwrap_or(false)),
+        }
+    }
+
     /// A message (fragment) to this rank itself: straight into its own queue.
     pub fn p2p_post_local(&self, hdr: &FrameHeader, data: Vec<u8>) -> Result<()> {
         let mut h = *hdr;
@@ -369,13 +516,20 @@ impl Endpoint {
     }
 }
 
-fn check_signature(hdr: &FrameHeader, mine: &Signature, peer: usize) -> Result<()> {
+fn check_signature(
+    hdr: &FrameHeader,
+    mine: &Signature,
+    key: MatchKey,
+    (me, peer): (usize, usize),
+) -> Result<()> {
     match hdr.signature() {
         Some(theirs) if theirs == *mine => Ok(()),
-        Some(theirs) => Err(Error::other(format!(
-            "mismatched collective calls: rank {peer} (world) called {theirs} where this rank called {mine} (same communicator, same call number {})",
-            hdr.seq
-        ))),
+        Some(theirs) => Err(crate::health::mismatch(
+            key.comm_id,
+            key.seq,
+            (me, mine),
+            (peer, &theirs),
+        )),
         None => Err(Error::other(format!(
             "corrupt frame from rank {peer}: bad magic/version"
         ))),

@@ -18,6 +18,11 @@
 //! The caller's thread does all of this (progress model "caller"): a blocking collective has
 //! nothing else to do. Buffers are raw pointers validated by the ABI layer; the schedule lives
 //! only for the duration of the call, while the caller's buffers are borrowed.
+//!
+//! Failures: a wait that has made no progress for a while runs the checks of
+//! [`crate::health`] (dead peers, failure notices, progress warnings, `HCOMM_TIMEOUT`), never
+//! the hot path. A schedule that fails tells the other members of its communicator with a
+//! failure notice, so that ranks waiting on a neighbour that gave up leave their call too.
 
 use std::time::{Duration, Instant};
 
@@ -25,6 +30,7 @@ use crate::coll::Reduction;
 use crate::endpoint::{Endpoint, MatchKey};
 use crate::error::{Class, Error, Result};
 use crate::frame::{FrameHeader, Signature};
+use crate::health::{self, Verdict, Watchdog};
 
 const NONE: u32 = u32::MAX;
 
@@ -114,6 +120,8 @@ pub struct Schedule<'a> {
     send_busy: Vec<u32>,
     recv_busy: Vec<u32>,
     pass: u32,
+    /// This rank's rank in the communicator (names the sides of a mismatch).
+    me: usize,
 }
 
 /// Handle to a task, for dependencies.
@@ -123,6 +131,11 @@ pub struct TaskId(u32);
 impl<'a> Schedule<'a> {
     pub fn new(ctx: Ctx<'a>) -> Schedule<'a> {
         let n = ctx.world.len();
+        let me = ctx
+            .world
+            .iter()
+            .position(|&w| w == ctx.ep.rank)
+            .unwrap_or(0);
         Schedule {
             ctx,
             tasks: Vec::new(),
@@ -136,6 +149,7 @@ impl<'a> Schedule<'a> {
             send_busy: vec![0; n],
             recv_busy: vec![0; n],
             pass: 0,
+            me,
         }
     }
 
@@ -238,28 +252,59 @@ impl<'a> Schedule<'a> {
         self.tasks.is_empty()
     }
 
-    /// Runs every task to completion.
+    /// Runs every task to completion. On failure, the other members of the communicator get
+    /// a failure notice with the error (unless one already reported this call's failure).
     pub fn run(mut self) -> Result<()> {
         let ep = self.ctx.ep;
-        drive(ep, |last| {
-            let mut progressed = self.pass()?;
-            if last && !progressed {
-                // About to sleep: take in whatever peers have sent us (queued, copied). A peer
-                // blocked sending to us — e.g. behind earlier point-to-point messages we have
-                // not received yet — can then go on and make what we wait for.
-                for &peer in self.ctx.world {
-                    if peer != ep.rank {
-                        progressed |= ep.drain(peer)?;
-                    }
+        // A peer already reported this communicator broken: fail before sending anything.
+        if let Some(e) = ep.notices().find(self.ctx.comm_id, self.ctx.seq) {
+            return Err(e);
+        }
+        let Err(e) = drive(ep, &mut self) else {
+            return Ok(());
+        };
+        let (id, seq) = (self.ctx.comm_id, self.ctx.seq);
+        // A peer that failed first may have said why before its link broke (a closed TCP
+        // connection is often a peer that gave up): take in what is there, prefer its word.
+        for &peer in self.ctx.world {
+            if peer != ep.rank {
+                let _ = ep.drain(peer);
+            }
+        }
+        if let Some(first) = ep.notices().find(id, seq) {
+            return Err(first);
+        }
+        ep.send_notice(self.ctx.world, id, seq, &e.msg);
+        Err(e)
+    }
+
+    /// One polling step (see [`drive`]).
+    fn step(&mut self, last: bool) -> Result<Step> {
+        let ep = self.ctx.ep;
+        let mut progressed = self.pass()?;
+        if last && !progressed {
+            // About to sleep: take in whatever peers have sent us (queued, copied). A peer
+            // blocked sending to us — e.g. behind earlier point-to-point messages we have
+            // not received yet — can then go on and make what we wait for.
+            // Frames of this call are signature-checked on the way: a peer that made
+            // another call may send us frames no receive of ours would ever look at.
+            let key = MatchKey {
+                comm_id: self.ctx.comm_id,
+                seq: self.ctx.seq,
+                tag: 0,
+            };
+            for (r, &peer) in self.ctx.world.iter().enumerate() {
+                if peer != ep.rank {
+                    progressed |= ep.drain_call(peer, key, &self.ctx.sig, (self.me, r))?;
                 }
             }
-            Ok(if self.remaining == 0 {
-                Step::Done
-            } else if progressed {
-                Step::Moved
-            } else {
-                Step::Idle
-            })
+        }
+        Ok(if self.remaining == 0 {
+            Step::Done
+        } else if progressed {
+            Step::Moved
+        } else {
+            Step::Idle
         })
     }
 
@@ -340,7 +385,7 @@ impl<'a> Schedule<'a> {
     }
 
     fn advance(&mut self, i: usize) -> Result<bool> {
-        let pass = self.pass;
+        let (pass, me) = (self.pass, self.me);
         let ctx = &self.ctx;
         let entry = &mut self.tasks[i];
         match &mut entry.task {
@@ -431,14 +476,18 @@ impl<'a> Schedule<'a> {
                 };
                 let extent = ctx.extent;
                 let (dst, len, fold) = (*dst, *len, *fold);
+                let ranks = (me, *peer);
                 let mut consume = |hdr: &FrameHeader, payload: &[u8]| -> Result<bool> {
                     let n = payload.len();
                     if hdr.msg_len() != len as u64 {
                         return Err(Error::new(
                             Class::Truncate,
                             format!(
-                                "message size mismatch in {}: rank {world_peer} sends {} bytes where this rank expects {len}: were the counts and datatypes consistent on every rank?",
-                                ctx.sig.kind.mpi_name(),
+                                "message size mismatch in {} on {} (call {}): rank {} sends {} bytes where rank {me} expects {len}: were the counts and datatypes consistent on every rank?",
+                                health::call_text(&ctx.sig),
+                                health::comm_label(ctx.comm_id),
+                                ctx.seq,
+                                ranks.1,
                                 hdr.msg_len()
                             ),
                         ));
@@ -469,7 +518,9 @@ impl<'a> Schedule<'a> {
                     *started = true;
                     Ok(*done < len)
                 };
-                let moved = ctx.ep.poll_recv(world_peer, key, &ctx.sig, &mut consume)?;
+                let moved = ctx
+                    .ep
+                    .poll_recv(world_peer, key, &ctx.sig, ranks, &mut consume)?;
                 if *done == len && *started {
                     entry.done = true;
                     self.recv_busy[*peer] = 0;
@@ -491,17 +542,91 @@ pub enum Step {
     Idle,
 }
 
-/// The one waiting loop (schedules, point-to-point): calls `step` until it returns
-/// [`Step::Done`]; while nothing moves it polls for the endpoint's spin budget, then sleeps on the
-/// rank's doorbell (100 ms timeout, the hook for liveness checks) with the protocol of
-/// [`crate::wait`]. `step(true)` is the last poll before a sleep (a stalled sender drains its
-/// links there); `step(false)` is any other.
-pub fn drive(ep: &Endpoint, mut step: impl FnMut(bool) -> Result<Step>) -> Result<()> {
+/// A wait the engine can drive: a schedule, or a point-to-point operation.
+pub trait Wait {
+    /// One polling step: `last` is the last poll before a sleep (a stalled sender drains its
+    /// links there).
+    fn poll(&mut self, last: bool) -> Result<Step>;
+    /// The call, for messages: `MPI_Allreduce(count=10, MPI_FLOAT, MPI_SUM) on
+    /// MPI_COMM_WORLD (call 17)`.
+    fn describe(&self) -> String;
+    /// The world ranks this wait needs something from now (data to receive, room to send).
+    fn blocked_on(&self, out: &mut Vec<usize>);
+    /// A failure a peer reported that ends this wait.
+    fn noticed(&self) -> Option<Error> {
+        None
+    }
+}
+
+impl Wait for Schedule<'_> {
+    fn poll(&mut self, last: bool) -> Result<Step> {
+        self.step(last)
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "{} on {} (call {})",
+            health::call_text(&self.ctx.sig),
+            health::comm_label(self.ctx.comm_id),
+            self.ctx.seq
+        )
+    }
+
+    fn blocked_on(&self, out: &mut Vec<usize>) {
+        for &i in &self.active {
+            let e = &self.tasks[i as usize];
+            if e.done {
+                continue;
+            }
+            if let Task::Send { peer, .. } | Task::Recv { peer, .. } = e.task {
+                let w = self.ctx.world[peer];
+                if !out.contains(&w) {
+                    out.push(w);
+                }
+            }
+        }
+    }
+
+    fn noticed(&self) -> Option<Error> {
+        self.ctx.ep.notices().find(self.ctx.comm_id, self.ctx.seq)
+    }
+}
+
+/// A [`Wait`] made of closures (point-to-point operations).
+pub struct FnWait<P, D, B> {
+    pub poll: P,
+    pub describe: D,
+    pub blocked_on: B,
+}
+
+impl<P, D, B> Wait for FnWait<P, D, B>
+where
+    P: FnMut(bool) -> Result<Step>,
+    D: Fn() -> String,
+    B: Fn(&mut Vec<usize>),
+{
+    fn poll(&mut self, last: bool) -> Result<Step> {
+        (self.poll)(last)
+    }
+    fn describe(&self) -> String {
+        (self.describe)()
+    }
+    fn blocked_on(&self, out: &mut Vec<usize>) {
+        (self.blocked_on)(out)
+    }
+}
+
+/// The one waiting loop (schedules, point-to-point): polls `w` until it returns
+/// [`Step::Done`]; while nothing moves it polls for the endpoint's spin budget, then sleeps on
+/// the rank's doorbell (100 ms timeout) with the protocol of [`crate::wait`]. A wait that has
+/// made no progress for [`health::CHECK_EVERY`] runs [`check`] between sleeps.
+pub fn drive<W: Wait + ?Sized>(ep: &Endpoint, w: &mut W) -> Result<()> {
     let bell = ep.bell();
     let spin = ep.spin;
     let mut idle_since: Option<Instant> = None;
+    let mut watchdog: Option<Watchdog> = None;
     loop {
-        match step(false)? {
+        match w.poll(false)? {
             Step::Done => return Ok(()),
             Step::Moved => {
                 idle_since = None;
@@ -515,16 +640,92 @@ pub fn drive(ep: &Endpoint, mut step: impl FnMut(bool) -> Result<Step>) -> Resul
             continue;
         }
         let seen = bell.begin_sleep();
-        let res = step(true);
+        let res = w.poll(true);
         if let Ok(Step::Idle) = res {
             bell.sleep(seen, Duration::from_millis(100));
         }
         bell.end_sleep();
-        match res? {
+        let step = match res? {
+            Step::Idle => {
+                let dog = watchdog.get_or_insert_with(Watchdog::new);
+                if dog.due() {
+                    check(ep, w, dog, since)?
+                } else {
+                    Step::Idle
+                }
+            }
+            s => s,
+        };
+        match step {
             Step::Done => return Ok(()),
             Step::Moved => idle_since = None,
             Step::Idle => {}
         }
+    }
+}
+
+/// The slow path of a stalled wait: failure notices, dead peers, progress warnings and
+/// `HCOMM_TIMEOUT` (see [`crate::health`]).
+#[cold]
+fn check<W: Wait + ?Sized>(
+    ep: &Endpoint,
+    w: &mut W,
+    dog: &mut Watchdog,
+    since: Instant,
+) -> Result<Step> {
+    if let Some(e) = w.noticed() {
+        return Err(e);
+    }
+    let mut blocked = Vec::new();
+    w.blocked_on(&mut blocked);
+    let lost = ep.lost_peers(Some(&blocked));
+    if !lost.is_empty() {
+        // What they sent before they ended is still in the channels: look once more.
+        match w.poll(true)? {
+            Step::Idle => {}
+            s => return Ok(s),
+        }
+        if let Some(e) = w.noticed() {
+            return Err(e);
+        }
+        let what: Vec<String> = lost
+            .iter()
+            .map(|(rank, how)| format!("{}: {how}", ep.peer_label(*rank)))
+            .collect();
+        return Err(Error::other(format!(
+            "lost {}; during {}",
+            what.join("; "),
+            w.describe()
+        )));
+    }
+    let waiting_for = || {
+        if blocked.is_empty() {
+            "nothing (a thread of this process?)".to_string()
+        } else {
+            blocked
+                .iter()
+                .map(|&r| ep.peer_label(r))
+                .collect::<Vec<_>>()
+                .join(", ")
+        }
+    };
+    match dog.progress(since) {
+        Verdict::Fine => Ok(Step::Idle),
+        Verdict::Warn(t) => {
+            crate::warn!(
+                "no progress for {:.1} s in {}: waiting for {}, alive but not taking part (stopped, busy, or in another call?); HCOMM_TIMEOUT makes this an error",
+                t.as_secs_f64(),
+                w.describe(),
+                waiting_for()
+            );
+            Ok(Step::Idle)
+        }
+        Verdict::TimedOut(t) => Err(Error::other(format!(
+            "timed out after {:.1} s without progress (HCOMM_TIMEOUT) in {}: waiting for {}",
+            t.as_secs_f64(),
+            w.describe(),
+            waiting_for()
+        ))),
     }
 }
 

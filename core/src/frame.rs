@@ -44,6 +44,9 @@ pub enum Kind {
     Internal = 8,
     /// A point-to-point message (`MPI_Send` and friends).
     P2p = 9,
+    /// A failure notice (see [`crate::health`]): the sender left collective call `seq` of
+    /// communicator `comm_id` with an error; the payload is its message (UTF-8 text).
+    Notice = 10,
     // The rest of the collective family (coll2).
     Gather = 16,
     Gatherv = 17,
@@ -68,6 +71,7 @@ impl Kind {
             Kind::ReduceScatterBlock => "MPI_Reduce_scatter_block",
             Kind::Internal => "communicator management",
             Kind::P2p => "point-to-point",
+            Kind::Notice => "failure notice",
             Kind::Gather => "MPI_Gather",
             Kind::Gatherv => "MPI_Gatherv",
             Kind::Scatter => "MPI_Scatter",
@@ -91,6 +95,7 @@ impl Kind {
             7 => Kind::ReduceScatterBlock,
             8 => Kind::Internal,
             9 => Kind::P2p,
+            10 => Kind::Notice,
             16 => Kind::Gather,
             17 => Kind::Gatherv,
             18 => Kind::Scatter,
@@ -167,6 +172,9 @@ pub struct FrameHeader {
 
 const _: () = assert!(std::mem::size_of::<FrameHeader>() == 128);
 
+/// Size of a [`FrameHeader`] on the wire and in a shared-memory slot.
+pub const HEADER_BYTES: usize = std::mem::size_of::<FrameHeader>();
+
 impl FrameHeader {
     pub fn new(sig: &Signature, comm_id: u64, seq: u64, tag: u32, src: u32) -> Self {
         FrameHeader {
@@ -230,9 +238,45 @@ impl FrameHeader {
         self.kind == Kind::P2p as u8
     }
 
+    /// A failure notice for collective call `seq` of communicator `comm_id` (the payload is
+    /// the sender's error message). Neither collective nor point-to-point matching takes it.
+    pub fn notice(comm_id: u64, seq: u64, src: u32) -> Self {
+        FrameHeader {
+            magic: MAGIC,
+            version: VERSION,
+            kind: Kind::Notice as u8,
+            comm_id,
+            seq,
+            root: -1,
+            src,
+            ..Default::default()
+        }
+    }
+
+    pub fn is_notice(&self) -> bool {
+        self.kind == Kind::Notice as u8
+    }
+
     /// A point-to-point message's size in MPI's sense (what a status reports).
     pub fn p2p_mpi_bytes(&self) -> u64 {
         u64::from_le_bytes(self.reserved[..8].try_into().expect("8 bytes"))
+    }
+
+    /// The header in the first [`HEADER_BYTES`] of `b` (the wire layout is the in-memory
+    /// layout, little-endian); `None` when `b` is shorter. Any bit pattern is a header: what
+    /// it means is checked by [`FrameHeader::signature`] and the receive paths.
+    pub fn from_bytes(b: &[u8]) -> Option<FrameHeader> {
+        let b = b.get(..HEADER_BYTES)?;
+        // SAFETY: `b` holds HEADER_BYTES bytes; FrameHeader is plain old data (integers and
+        // byte arrays, no padding, any bit pattern valid) and read_unaligned needs no alignment.
+        Some(unsafe { std::ptr::read_unaligned(b.as_ptr() as *const FrameHeader) })
+    }
+
+    /// The header's wire bytes (inverse of [`FrameHeader::from_bytes`]).
+    pub fn to_bytes(&self) -> [u8; HEADER_BYTES] {
+        // SAFETY: FrameHeader is plain old data of exactly HEADER_BYTES bytes with no padding
+        // (its fields tile the 128 bytes), so every byte read is initialized.
+        unsafe { std::mem::transmute_copy(self) }
     }
 
     /// The signature this frame was sent under; `None` if the header is not a valid frame.

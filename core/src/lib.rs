@@ -6,6 +6,7 @@
 //! `docs/ARCHITECTURE.md` for the layering.
 
 pub mod abi;
+pub mod auth;
 pub mod bootstrap;
 pub mod coll;
 pub mod comm;
@@ -14,7 +15,10 @@ pub mod endpoint;
 pub mod engine;
 pub mod error;
 pub mod frame;
+#[doc(hidden)]
+pub mod fuzz;
 pub mod group;
+pub mod health;
 pub mod log;
 pub mod p2p;
 pub mod param;

@@ -39,7 +39,7 @@
 use crate::comm::Comm;
 use crate::datatype::Datatype;
 use crate::endpoint::{Endpoint, P2pKey};
-use crate::engine::{drive, Step};
+use crate::engine::{drive, FnWait, Step};
 use crate::error::{Error, Result};
 use crate::frame::FrameHeader;
 
@@ -110,22 +110,62 @@ impl Envelope {
     }
 }
 
+/// A point-to-point wait, for [`drive`]: `poll`, plus what it is for (in messages about
+/// stalled waits and lost peers) — a send to `dest` and/or a receive from `source`.
+fn wait_for<'c, P: FnMut(bool) -> Result<Step>>(
+    comm: &'c Comm,
+    what: &'static str,
+    dest: Option<usize>,
+    source: Option<Source>,
+    poll: P,
+) -> FnWait<P, impl Fn() -> String + 'c, impl Fn(&mut Vec<usize>) + 'c> {
+    FnWait {
+        poll,
+        describe: move || {
+            let mut s = format!("{what} on {}", crate::health::comm_label(comm.id));
+            if let Some(d) = dest {
+                s += &format!(", sending to rank {d}");
+            }
+            match source {
+                Some(Source::Rank(r)) => s += &format!(", receiving from rank {r}"),
+                Some(Source::Any) => s += ", receiving from any rank",
+                None => {}
+            }
+            s
+        },
+        blocked_on: move |out: &mut Vec<usize>| {
+            out.extend(dest.map(|d| comm.world[d]));
+            match source {
+                Some(Source::Rank(r)) => out.push(comm.world[r]),
+                Some(Source::Any) => out.extend(comm.world.iter().copied()),
+                None => {}
+            }
+        },
+    }
+}
+
 /// `MPI_Send` to comm rank `dest`: returns once every fragment is posted.
 pub fn send(comm: &Comm, dest: usize, tag: u32, msg: &Outgoing) -> Result<()> {
     let mut op = SendOp::new(comm, dest, tag, msg)?;
-    drive(&comm.ep, |idle| {
-        let moved = op.advance(idle)?;
-        Ok(step_of(op.finished(), moved))
-    })
+    drive(
+        &comm.ep,
+        &mut wait_for(comm, "MPI_Send", Some(dest), None, |idle| {
+            let moved = op.advance(idle)?;
+            Ok(step_of(op.finished(), moved))
+        }),
+    )
 }
 
 /// `MPI_Recv`.
 pub fn recv(comm: &Comm, source: Source, tag: Option<u32>, into: &Incoming) -> Result<Received> {
     let mut op = RecvOp::new(comm, source, tag, into);
-    drive(&comm.ep, |_| {
-        let moved = op.advance()?;
-        Ok(step_of(op.result.is_some(), moved))
-    })?;
+    drive(
+        &comm.ep,
+        &mut wait_for(comm, "MPI_Recv", None, Some(source), |_| {
+            let moved = op.advance()?;
+            Ok(step_of(op.result.is_some(), moved))
+        }),
+    )?;
     Ok(op.result.expect("finished"))
 }
 
@@ -142,20 +182,24 @@ pub fn sendrecv(
         None => None,
     };
     let mut r = recv.map(|(src, tag, into)| RecvOp::new(comm, src, tag, into));
-    drive(&comm.ep, |idle| {
-        let mut moved = false;
-        let mut done = true;
-        // Send first: a drain it does before sleeping may queue what the receive wants.
-        if let Some(s) = s.as_mut() {
-            moved |= s.advance(idle)?;
-            done &= s.finished();
-        }
-        if let Some(r) = r.as_mut() {
-            moved |= r.advance()?;
-            done &= r.result.is_some();
-        }
-        Ok(step_of(done, moved))
-    })?;
+    let (dest, source) = (send.map(|s| s.0), recv.map(|r| r.0));
+    drive(
+        &comm.ep,
+        &mut wait_for(comm, "MPI_Sendrecv", dest, source, |idle| {
+            let mut moved = false;
+            let mut done = true;
+            // Send first: a drain it does before sleeping may queue what the receive wants.
+            if let Some(s) = s.as_mut() {
+                moved |= s.advance(idle)?;
+                done &= s.finished();
+            }
+            if let Some(r) = r.as_mut() {
+                moved |= r.advance()?;
+                done &= r.result.is_some();
+            }
+            Ok(step_of(done, moved))
+        }),
+    )?;
     Ok(r.map(|r| r.result.expect("finished")))
 }
 
@@ -196,10 +240,13 @@ pub fn probe(
     if !blocking {
         return look();
     }
-    drive(ep, |_| {
-        found = look()?;
-        Ok(step_of(found.is_some(), false))
-    })?;
+    drive(
+        ep,
+        &mut wait_for(comm, "MPI_Probe", None, Some(source), |_| {
+            found = look()?;
+            Ok(step_of(found.is_some(), false))
+        }),
+    )?;
     Ok(found)
 }
 

@@ -86,6 +86,31 @@ pub const ALL: &[Param] = &[
         default: "60",
         help: "Seconds ranks wait for each other at the rendezvous before failing with the list of missing ranks.",
     },
+    Param {
+        name: "HCOMM_WARN_AFTER",
+        default: "60",
+        help: "Seconds a wait may make no progress before a WARN names the call and the rank waited for (repeated at that interval); 0 turns the warnings off.",
+    },
+    Param {
+        name: "HCOMM_TIMEOUT",
+        default: "0",
+        help: "Seconds a wait may make no progress before the call fails with MPI_ERR_OTHER naming the rank waited for; 0 (default) waits forever (dead peers are detected regardless).",
+    },
+    Param {
+        name: "HCOMM_SECRET_FILE",
+        default: "unset",
+        help: "Ranks started without `hcomm run`: a file (mode 0600 or stricter) holding the job secret (16 to 4096 bytes of text) that authenticates every TCP connection; every rank needs the same. `hcomm run` makes one per job itself.",
+    },
+    Param {
+        name: "HCOMM_SECRET",
+        default: "unset",
+        help: "The job secret itself (used when HCOMM_SECRET_FILE is not set; visible in the process environment, so prefer the file). Without either, connections are not authenticated and rank 0 warns.",
+    },
+    Param {
+        name: "HCOMM_LISTEN_ANY",
+        default: "0",
+        help: "1: listening sockets bind to every interface (0.0.0.0 / ::) instead of the chosen interface's address only (peers are still told that address).",
+    },
 ];
 
 fn raw(name: &str) -> Option<String> {
@@ -148,6 +173,38 @@ bytes_param!(shm_slots, "HCOMM_SHM_SLOTS", Some(8));
 bytes_param!(shm_slot_bytes, "HCOMM_SHM_SLOT_BYTES", Some(128 << 10));
 bytes_param!(spin, "HCOMM_SPIN", None);
 bytes_param!(bootstrap_timeout_secs, "HCOMM_BOOTSTRAP_TIMEOUT", Some(60));
+
+/// Parses seconds (fractions allowed); `None` when not a finite non-negative number.
+pub fn parse_secs(s: &str) -> Option<std::time::Duration> {
+    let v: f64 = s.trim().parse().ok()?;
+    (v.is_finite() && v >= 0.0).then(|| std::time::Duration::from_secs_f64(v.min(1e9)))
+}
+
+macro_rules! secs_param {
+    ($fn:ident, $name:literal, $default:expr) => {
+        #[doc = concat!("`", $name, "` (see [`ALL`]); `None` when 0 (off).")]
+        pub fn $fn() -> Option<std::time::Duration> {
+            static V: OnceLock<Option<std::time::Duration>> = OnceLock::new();
+            *V.get_or_init(|| {
+                let d = match logged($name, raw($name)) {
+                    Some(s) => parse_secs(&s).unwrap_or_else(|| {
+                        crate::warn!("ignoring {}={:?}: not a number of seconds", $name, s);
+                        $default
+                    }),
+                    None => $default,
+                };
+                (!d.is_zero()).then_some(d)
+            })
+        }
+    };
+}
+
+secs_param!(
+    warn_after_secs,
+    "HCOMM_WARN_AFTER",
+    std::time::Duration::from_secs(60)
+);
+secs_param!(timeout_secs, "HCOMM_TIMEOUT", std::time::Duration::ZERO);
 bytes_param!(sockets_per_peer, "HCOMM_SOCKETS_PER_PEER", Some(1));
 
 /// `HCOMM_TRANSPORT`, logged when set.
@@ -184,6 +241,7 @@ macro_rules! flag_param {
 
 flag_param!(disable, "HCOMM_DISABLE");
 flag_param!(stats, "HCOMM_STATS");
+flag_param!(listen_any, "HCOMM_LISTEN_ANY");
 
 /// `HCOMM_ALGO`, logged when set.
 pub fn algo() -> Option<String> {

@@ -115,7 +115,8 @@ pub fn init_over(
             Endpoint::singleton()
         } else {
             crate::transport::tcp::Mode::from_env()?;
-            connect_world(rank, size, None, ex, &host)?
+            let secret = crate::auth::agree_over(rank, ex)?;
+            connect_world(rank, size, None, ex, &host, &secret, false)?
         };
         Ok(assemble(Arc::new(ep), required, errhandler, host, None))
     })();
@@ -137,6 +138,8 @@ pub fn init_over(
 /// from it, then the state flips. Memory stays mapped until the process exits.
 pub fn finalize() -> Result<()> {
     let rt = get()?;
+    // Peers that pass this barrier exit: their ends are not failures (crate::health).
+    rt.world.ep.set_finalizing();
     crate::coll::barrier(&rt.world).map_err(|e| e.context("barrier in MPI_Finalize"))?;
     STATE.store(FINALIZED, Ordering::Release);
     Ok(())
@@ -157,7 +160,15 @@ fn build(required: i32) -> Result<Runtime> {
             let timeout =
                 Duration::from_secs(crate::param::bootstrap_timeout_secs().unwrap_or(60) as u64);
             let mut b = Bootstrap::connect(&l, timeout).map_err(|e| e.context("bootstrap"))?;
-            let ep = connect_world(l.rank, l.size, l.job_id.clone(), &mut b, &host)?;
+            let ep = connect_world(
+                l.rank,
+                l.size,
+                l.job_id.clone(),
+                &mut b,
+                &host,
+                &l.secret,
+                l.loopback_only(),
+            )?;
             (Arc::new(ep), Some(b))
         }
     };
@@ -221,22 +232,25 @@ impl Exchange for Bootstrap {
 
 /// One rank's entry of the address exchange: lines `host identity`, `pid`, `job id`,
 /// `HCOMM_TRANSPORT`, `HCOMM_SOCKETS_PER_PEER`, `TCP listening address` (empty when none).
-struct PeerInfo {
+pub(crate) struct PeerInfo {
     host: String,
+    /// `pid@pid-namespace` ([`crate::health::pid_field`]), for liveness checks.
+    pid: String,
     job: String,
     mode: String,
     sockets: usize,
     tcp_addr: String,
 }
 
-fn parse_peer_info(raw: &[u8]) -> PeerInfo {
+pub(crate) fn parse_peer_info(raw: &[u8]) -> PeerInfo {
     let s = String::from_utf8_lossy(raw);
     let mut it = s.splitn(6, '\n').map(str::to_string);
     let mut next = || it.next().unwrap_or_default();
     let host = next();
-    let _pid = next();
+    let pid = next();
     PeerInfo {
         host,
+        pid,
         job: next(),
         mode: next(),
         sockets: next().parse().unwrap_or(1),
@@ -253,6 +267,8 @@ fn connect_world(
     job: Option<String>,
     b: &mut dyn Exchange,
     host: &str,
+    secret: &crate::auth::Secret,
+    loopback_only: bool,
 ) -> Result<Endpoint> {
     use crate::transport::tcp::{self, Mode};
     let mode = Mode::from_env()?;
@@ -269,7 +285,7 @@ fn connect_world(
     let mut listener = None;
     let mut listen_err = None;
     if mode != Mode::Shm {
-        match crate::bootstrap::net::listen_address()
+        match crate::bootstrap::net::listen_address_for(loopback_only)
             .and_then(|(ip, ifname)| tcp::listen(ip).map(|(lst, a)| (lst, a, ifname)))
         {
             Ok(x) => listener = Some(x),
@@ -282,7 +298,7 @@ fn connect_world(
         .unwrap_or_default();
     let blob = format!(
         "{host}\n{}\n{job}\n{}\n{sockets}\n{tcp_addr}",
-        std::process::id(),
+        crate::health::pid_field(),
         mode.as_str()
     );
     let all = b
@@ -390,7 +406,7 @@ fn connect_world(
         };
         let timeout = crate::param::bootstrap_timeout_secs().unwrap_or(60) as u64;
         let deadline = std::time::Instant::now() + Duration::from_secs(timeout);
-        let conns = tcp::connect_mesh(me, &job, &lst, &tcp_peers, deadline)
+        let conns = tcp::connect_mesh(me, &job, secret, &lst, &tcp_peers, deadline)
             .map_err(|e| e.context("TCP setup"))?;
         drop(lst); // every peer is connected: later connections are strangers
         let home = bell.clone();
@@ -409,7 +425,19 @@ fn connect_world(
     let local = peers.iter().filter(|p| p.host == host).count();
     let threads = if tcp_peers.is_empty() { 1 } else { 2 };
     let spin = crate::wait::spin_limit(local * threads);
-    Ok(Endpoint::new(me, links, bell, spin))
+    let mut ep = Endpoint::new(me, links, bell, spin);
+    // Liveness: peers on this host are watched through their pids (see crate::health).
+    ep.set_peers(
+        peers
+            .iter()
+            .enumerate()
+            .map(|(r, p)| match r == me {
+                true => crate::health::PeerMeta::unknown(),
+                false => crate::health::PeerMeta::new(&p.host, &p.pid, p.host == host),
+            })
+            .collect(),
+    );
+    Ok(ep)
 }
 
 impl Runtime {

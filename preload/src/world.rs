@@ -247,6 +247,10 @@ pub fn setup(thread_level: c_int) {
 /// reading from it over hcomm's transports.
 pub fn before_finalize() {
     let Some(t) = active() else { return };
+    // From here on, a peer that exits is leaving cleanly, not lost.
+    if let Ok(rt) = hcomm_core::runtime::get() {
+        rt.world.ep.set_finalizing();
+    }
     if let Ok(b) = sym::<CommFn>(&PMPI_BARRIER) {
         // SAFETY: a barrier on the host's world.
         let _ = unsafe { b(t.world) };

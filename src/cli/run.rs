@@ -9,7 +9,11 @@
 //! rendezvous listener itself (port 0, so no race for a free port) and rank 0 alone
 //! inherits it: its descriptor number is in `HCOMM_BOOTSTRAP_FD` (FD_CLOEXEC is cleared
 //! in rank 0's child only; every other rank has the variable removed). The launcher
-//! closes its own copy once every rank is started.
+//! closes its own copy once every rank is started. Every rank also inherits a sealed memfd
+//! holding a fresh random job secret, its number in `HCOMM_SECRET_FD` (any `HCOMM_SECRET` or
+//! `HCOMM_SECRET_FILE` of the launcher's environment is removed); the ranks authenticate every
+//! TCP connection with it (`hcomm_core::auth`), and the launcher closes its copy once every rank
+//! is started.
 //!
 //! # Process group and parent-death signal
 //!
@@ -52,9 +56,11 @@
 //!
 //! - A rank that exits non-zero or is killed by a signal ends the job: the launcher
 //!   prints `hcomm run: rank R (pid P) exited with status S` (or `was killed by signal N
-//!   (SIGNAME)`), sends SIGCONT (so stopped ranks can act on what follows) and SIGTERM to
-//!   the group, and SIGKILL once `--timeout-kill-secs` (default 3 s) have passed with
-//!   ranks still alive.
+//!   (SIGNAME)`), gives the other ranks one second to notice the failure and report it
+//!   themselves (hcomm's liveness checks name the lost rank; ranks that all exit end the
+//!   wait sooner), then sends SIGCONT (so stopped ranks can act on what follows) and
+//!   SIGTERM to the group, and SIGKILL once `--timeout-kill-secs` (default 3 s) have
+//!   passed with ranks still alive.
 //! - SIGINT, SIGTERM or SIGHUP to the launcher are forwarded the same way (SIGCONT,
 //!   SIGTERM, SIGKILL after the grace period); a second one sends SIGKILL at once.
 //! - SIGTSTP (Ctrl-Z) is forwarded to the group before the launcher stops itself; SIGCONT
@@ -97,6 +103,9 @@ const WAIT_TICK: Duration = Duration::from_millis(500);
 /// With --tag-output, how long to wait for output after the last rank exited when no
 /// line at all is forwarded (a process the ranks left behind may hold the pipes open).
 const OUTPUT_DRAIN_IDLE: Duration = Duration::from_secs(2);
+/// After a rank fails, how long the others get to notice (hcomm's liveness checks run every
+/// 100 ms) and report the failure themselves before the launcher signals them.
+const REPORT_WINDOW: Duration = Duration::from_secs(1);
 
 /// Arguments of `hcomm run`.
 #[derive(Debug, Args)]
@@ -191,10 +200,20 @@ pub fn run(args: RunArgs) -> i32 {
         }
     };
     let job_id = new_job_id();
+    // The job secret: every rank inherits this memfd (see hcomm_core::auth).
+    let secret = match hcomm_core::auth::SecretFd::new() {
+        Ok(s) => s,
+        Err(e) => {
+            say(&format!("cannot make the job secret: {e}"));
+            return EXIT_LAUNCHER_ERROR;
+        }
+    };
     let mut job = Job::new(args.timeout_kill_secs);
     let mut output = OutputForwarding::new();
 
-    spawn_ranks(&args, &listener, &job_id, &mut job, &mut output);
+    spawn_ranks(&args, &listener, &job_id, &secret, &mut job, &mut output);
+    // Every rank has its copy of the secret.
+    drop(secret);
     // Rank 0 has its own copy of the listener (if it started); the launcher's goes now.
     drop(listener);
 
@@ -210,6 +229,7 @@ fn spawn_ranks(
     args: &RunArgs,
     listener: &(TcpListener, u16),
     job_id: &str,
+    secret: &hcomm_core::auth::SecretFd,
     job: &mut Job,
     output: &mut OutputForwarding,
 ) {
@@ -232,6 +252,10 @@ fn spawn_ranks(
             .env(contract::ENV_LOCAL_SIZE, &size)
             .env(contract::ENV_URI, &uri)
             .env(contract::ENV_JOB_ID, job_id)
+            // The launcher's secret wins over any the user's environment names.
+            .env(hcomm_core::auth::ENV_SECRET_FD, secret.raw().to_string())
+            .env_remove(hcomm_core::auth::ENV_SECRET_FILE)
+            .env_remove(hcomm_core::auth::ENV_SECRET)
             // 0: a new group led by this child; then join it.
             .process_group(job.pgid.unwrap_or(0));
         let inherit_fd = if rank == 0 {
@@ -341,6 +365,8 @@ struct Job {
     killed: bool,
     /// Number of forwarded SIGINT/SIGTERM/SIGHUP.
     interrupts: u32,
+    /// A rank failed: the others may report it until then, or exit by themselves.
+    report_until: Option<Instant>,
 }
 
 impl Job {
@@ -353,6 +379,7 @@ impl Job {
             kill_at: None,
             killed: false,
             interrupts: 0,
+            report_until: None,
         }
     }
 
@@ -448,6 +475,7 @@ impl Job {
         if code != 0 && self.status.is_none() {
             say(&format!("rank {rank} (pid {pid}) {what}"));
             self.fail(code);
+            self.report_until = Some(Instant::now() + REPORT_WINDOW);
         }
     }
 
@@ -459,11 +487,14 @@ impl Job {
             if self.live() == 0 {
                 return;
             }
-            if self.status.is_some() {
-                self.terminate(); // Once only.
-            }
             let now = Instant::now();
             let mut timeout = WAIT_TICK;
+            if self.status.is_some() {
+                match self.report_until {
+                    Some(t) if now < t && self.kill_at.is_none() => timeout = t - now,
+                    _ => self.terminate(), // Once only.
+                }
+            }
             if let (Some(at), false) = (self.kill_at, self.killed) {
                 if now >= at {
                     say(&format!(

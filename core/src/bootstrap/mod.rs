@@ -10,12 +10,13 @@
 //! blobs and `barrier` — enough to exchange endpoint addresses (host identity, the TCP
 //! transport's listening address) and to order shared-memory setup. Preload mode will get the
 //! same interface from the host MPI. [`net`] chooses the network interface
-//! (`HCOMM_SOCKET_IFNAME`) for `file://` and for the TCP transport.
+//! (`HCOMM_SOCKET_IFNAME`) for `file://` and for the TCP transport. Every connection of the
+//! star is authenticated with the job secret ([`crate::auth`]).
 
 pub mod contract;
 pub mod file;
 pub mod net;
-mod tcp;
+pub(crate) mod tcp;
 
 pub use tcp::Bootstrap;
 
@@ -29,6 +30,8 @@ pub struct Launch {
     pub uri: String,
     pub job_id: Option<String>,
     pub listen_fd: Option<i32>,
+    /// The job secret that authenticates every TCP connection ([`crate::auth`]).
+    pub secret: crate::auth::Secret,
 }
 
 fn env_usize(name: &str) -> Result<Option<usize>> {
@@ -89,6 +92,18 @@ impl Launch {
         } else {
             None
         };
+        let secret = if size > 1 {
+            crate::auth::Secret::from_env().map_err(|e| e.context("job secret"))?
+        } else {
+            crate::auth::Secret::none()
+        };
+        if size > 1 && rank == 0 && secret.is_none() {
+            crate::warn!(
+                "no job secret ({} or {}): this job's TCP connections are not authenticated, any process that can reach {uri} or the ranks' ports may join; see \"Security\" in docs/ARCHITECTURE.md",
+                crate::auth::ENV_SECRET_FILE,
+                crate::auth::ENV_SECRET
+            );
+        }
         Ok(Some(Launch {
             rank,
             size,
@@ -97,7 +112,23 @@ impl Launch {
                 .ok()
                 .filter(|j| !j.is_empty()),
             listen_fd,
+            secret,
         }))
+    }
+
+    /// Whether every rank must be on this host's loopback: the rendezvous is `tcp://` on a
+    /// loopback address (a rank elsewhere could not reach it). The TCP transport then listens
+    /// on loopback too.
+    pub fn loopback_only(&self) -> bool {
+        match parse_uri(&self.uri) {
+            Ok(Rendezvous::Tcp { host, .. }) => {
+                host == "localhost"
+                    || host
+                        .parse::<std::net::IpAddr>()
+                        .is_ok_and(|ip| ip.is_loopback())
+            }
+            _ => false,
+        }
     }
 }
 

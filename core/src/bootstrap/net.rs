@@ -8,7 +8,9 @@
 //! Without the variable: the first interface that is up, is not loopback and is not a Docker
 //! bridge (`docker*`, as NCCL does), else loopback. Among matching interfaces an IPv4 address
 //! is preferred over an IPv6 one (link-local IPv6 addresses are skipped: they need a scope).
-//! The same address serves the TCP transport's listener and `file://` rendezvous.
+//! The same address serves the TCP transport's listener and `file://` rendezvous. Listeners
+//! bind to that address only, never to every interface unless `HCOMM_LISTEN_ANY=1` ([`bind_ip`]),
+//! and to loopback when the rendezvous says every rank is on this host ([`listen_address_for`]).
 
 use std::ffi::CStr;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -147,8 +149,17 @@ pub fn choose<'a>(ifaces: &'a [Iface], spec: Option<&IfSpec>) -> Option<&'a Ifac
 /// The address this process listens on, chosen by `HCOMM_SOCKET_IFNAME` (or the default);
 /// loopback when there is no interface at all. Returns the address and the interface name.
 pub fn listen_address() -> Result<(IpAddr, String)> {
-    let all = interfaces()?;
+    listen_address_for(false)
+}
+
+/// As [`listen_address`]; with `loopback_only` (every rank is known to be on this host) and no
+/// `HCOMM_SOCKET_IFNAME`, loopback: nothing off the host can then reach the port.
+pub fn listen_address_for(loopback_only: bool) -> Result<(IpAddr, String)> {
     let spec_text = crate::param::socket_ifname();
+    if loopback_only && spec_text.is_none() {
+        return Ok((IpAddr::V4(Ipv4Addr::LOCALHOST), "lo".into()));
+    }
+    let all = interfaces()?;
     let spec = spec_text.as_deref().map(IfSpec::parse);
     match choose(&all, spec.as_ref()) {
         Some(i) => Ok((i.addr, i.name.clone())),
@@ -167,6 +178,19 @@ pub fn listen_address() -> Result<(IpAddr, String)> {
                 ),
             ))
         }
+    }
+}
+
+/// The address to bind to when listening for `ip`: `ip` itself, or every interface
+/// (`0.0.0.0` / `::`) when `HCOMM_LISTEN_ANY=1` asks for it (e.g. behind NAT, where the address a
+/// peer dials is not one of ours). Peers are still told `ip`.
+pub fn bind_ip(ip: IpAddr) -> IpAddr {
+    if !crate::param::listen_any() {
+        return ip;
+    }
+    match ip {
+        IpAddr::V4(_) => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+        IpAddr::V6(_) => IpAddr::V6(Ipv6Addr::UNSPECIFIED),
     }
 }
 

@@ -1,11 +1,16 @@
 //! The TCP star behind [`Bootstrap`]: rank 0 accepts one connection per other rank.
 //!
 //! Wire format: every message is a little-endian u32 length and that many bytes. A connecting
-//! rank first sends `MAGIC, job-id length+bytes (may be empty), rank`; rank 0 answers `MAGIC`
-//! when it accepts the rank, and closes the connection when it does not (another job, a
-//! duplicate rank), so a rank that reached a stranger or a stale address keeps retrying instead
-//! of waiting on the wrong process. All reads and connects are bounded by the bootstrap
-//! timeout, and a timeout names the missing ranks and the address.
+//! rank first runs the authenticated handshake of [`crate::auth`] with the hello
+//! `MAGIC, job-id length+bytes (may be empty), rank` as its context; rank 0 acknowledges with
+//! `MAGIC` when it accepts the rank, and closes the connection when it does not (another job),
+//! so a rank that reached a stranger or a stale address keeps retrying instead of waiting on the
+//! wrong process. A rank 0 of this job that proves a different secret is an error at once
+//! ("the secrets differ"); a connection to rank 0 that sends garbage, a wrong proof, a truncated
+//! or oversized message, or nothing at all is dropped and logged at INFO, while rank 0 keeps
+//! accepting (each handshake runs on its own short-lived thread with a deadline, see
+//! [`crate::auth::Acceptor`]). All reads and connects are bounded by the bootstrap timeout, and a
+//! timeout names the missing ranks and the address.
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, ToSocketAddrs};
@@ -14,6 +19,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use super::{file, net, parse_uri, Launch, Rendezvous};
+use crate::auth::{self, Failure};
 use crate::error::{Error, Result};
 
 const MAGIC: u32 = 0x6863_6d62; // "hcmb"
@@ -71,7 +77,11 @@ fn rank0_listener(l: &Launch) -> Result<(TcpListener, Published)> {
     }
     match parse_uri(&l.uri)? {
         Rendezvous::Tcp { host, port } => {
-            let listener = TcpListener::bind((host.as_str(), port)).map_err(|e| {
+            let bound = match host.parse::<std::net::IpAddr>() {
+                Ok(ip) => TcpListener::bind((net::bind_ip(ip), port)),
+                Err(_) => TcpListener::bind((host.as_str(), port)),
+            };
+            let listener = bound.map_err(|e| {
                 Error::other(format!(
                     "rank 0 cannot listen on {} ({e}); choose another port in HCOMM_URI",
                     l.uri
@@ -81,13 +91,13 @@ fn rank0_listener(l: &Launch) -> Result<(TcpListener, Published)> {
         }
         Rendezvous::File { dir } => {
             let (ip, ifname) = net::listen_address()?;
-            let listener = TcpListener::bind((ip, 0)).map_err(|e| {
+            let listener = TcpListener::bind((net::bind_ip(ip), 0)).map_err(|e| {
                 Error::other(format!(
                     "rank 0 cannot listen on {ip} ({ifname}) for {}: {e}",
                     l.uri
                 ))
             })?;
-            let addr = listener.local_addr()?;
+            let addr = SocketAddr::new(ip, listener.local_addr()?.port());
             let path = file::address_file(&dir, l.job_id.as_deref(), &l.uri, 0);
             file::publish(&path, &addr.to_string())?;
             crate::info!(
@@ -114,61 +124,7 @@ impl Bootstrap {
         }
         if l.rank == 0 {
             let (listener, _published) = rank0_listener(l)?;
-            listener.set_nonblocking(true)?;
-            let mut missing = l.size - 1;
-            while missing > 0 {
-                match listener.accept() {
-                    Ok((mut s, _)) => {
-                        s.set_nonblocking(false)?;
-                        s.set_nodelay(true)?;
-                        s.set_read_timeout(Some(Duration::from_secs(5)))?;
-                        let Ok(hello) = recv_msg(&mut s) else {
-                            crate::warn!("bootstrap: a process connected to {} but sent no hello; ignoring it", l.uri);
-                            continue;
-                        };
-                        let Some((magic, peer_job, rank)) = parse_hello(&hello) else {
-                            crate::warn!("bootstrap: ignoring a malformed hello on {}", l.uri);
-                            continue;
-                        };
-                        if magic != MAGIC
-                            || peer_job != job
-                            || rank == 0
-                            || rank >= l.size
-                            || conns[rank].is_some()
-                        {
-                            crate::warn!(
-                                "bootstrap: ignoring a connection on {} (rank {rank}, job {peer_job:?}; expected job {job:?})",
-                                l.uri
-                            );
-                            continue;
-                        }
-                        if send_msg(&mut s, &MAGIC.to_le_bytes()).is_err() {
-                            continue; // it left; it retries (or the timeout names it)
-                        }
-                        s.set_read_timeout(None)?;
-                        conns[rank] = Some(s);
-                        missing -= 1;
-                    }
-                    Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                        if Instant::now() > deadline {
-                            let absent: Vec<String> = (1..l.size)
-                                .filter(|&r| conns[r].is_none())
-                                .map(|r| r.to_string())
-                                .collect();
-                            return Err(Error::other(format!(
-                                "bootstrap timed out after {}s at {}: ranks {} never arrived (HCOMM_BOOTSTRAP_TIMEOUT)",
-                                timeout.as_secs(),
-                                l.uri,
-                                absent.join(",")
-                            )));
-                        }
-                        std::thread::sleep(Duration::from_millis(2));
-                    }
-                    Err(e) => {
-                        return Err(Error::other(format!("bootstrap accept on {}: {e}", l.uri)))
-                    }
-                }
-            }
+            accept_ranks(l, &job, &listener, &mut conns, deadline, timeout)?;
         } else {
             conns[0] = Some(join_rank0(l, &job, deadline, timeout)?);
         }
@@ -228,6 +184,90 @@ impl Bootstrap {
     }
 }
 
+/// Rank 0's side: accepts until every other rank has joined (or the deadline passes).
+fn accept_ranks(
+    l: &Launch,
+    job: &str,
+    listener: &TcpListener,
+    conns: &mut [Option<TcpStream>],
+    deadline: Instant,
+    timeout: Duration,
+) -> Result<()> {
+    listener.set_nonblocking(true)?;
+    let acceptor = auth::Acceptor::<usize>::new(&l.secret);
+    let what = format!("bootstrap on {}", l.uri);
+    let mut missing = l.size - 1;
+    // Connections that claimed a rank of this job but failed the secret check.
+    let mut wrong_secret = 0usize;
+    while missing > 0 {
+        let mut busy = false;
+        match listener.accept() {
+            Ok((s, from)) => {
+                busy = true;
+                let (job, size) = (job.to_string(), l.size);
+                acceptor.start(s, from, &what, move |ctx| {
+                    let (magic, peer_job, rank) =
+                        parse_hello(ctx).ok_or_else(|| "malformed hello".to_string())?;
+                    if magic != MAGIC || peer_job != job || rank == 0 || rank >= size {
+                        return Err(format!(
+                            "hello for rank {rank} of job {peer_job:?}; expected job {job:?}, ranks 1..{size}"
+                        ));
+                    }
+                    Ok((MAGIC.to_le_bytes().to_vec(), rank))
+                });
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+            Err(e) => return Err(Error::other(format!("bootstrap accept on {}: {e}", l.uri))),
+        }
+        while let Some((s, from, res)) = acceptor.poll() {
+            busy = true;
+            match res {
+                Ok((_, rank)) if conns[rank].is_none() => {
+                    s.set_read_timeout(None)?;
+                    s.set_write_timeout(None)?;
+                    s.set_nodelay(true)?;
+                    conns[rank] = Some(s);
+                    missing -= 1;
+                }
+                Ok((_, rank)) => {
+                    crate::info!("{what}: dropped a second connection for rank {rank} from {from}")
+                }
+                Err(e) => {
+                    if matches!(e, Failure::WrongSecret) {
+                        wrong_secret += 1;
+                    }
+                    crate::info!("{what}: dropped a connection from {from}: {e}");
+                }
+            }
+        }
+        if busy {
+            continue;
+        }
+        if Instant::now() > deadline {
+            let absent: Vec<String> = (1..l.size)
+                .filter(|&r| conns[r].is_none())
+                .map(|r| r.to_string())
+                .collect();
+            let hint = if wrong_secret > 0 {
+                format!(
+                    "; {wrong_secret} connection(s) claiming a rank of this job failed the secret check: the ranks' secrets differ (this rank's is from {}; set the same HCOMM_SECRET_FILE or HCOMM_SECRET on every rank)",
+                    l.secret.source()
+                )
+            } else {
+                String::new()
+            };
+            return Err(Error::other(format!(
+                "bootstrap timed out after {}s at {}: ranks {} never arrived (HCOMM_BOOTSTRAP_TIMEOUT){hint}",
+                timeout.as_secs(),
+                l.uri,
+                absent.join(",")
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    Ok(())
+}
+
 /// Where rank 0 listens, as far as we can tell now: `Err` is a reason to keep waiting.
 fn rank0_addresses(l: &Launch, rv: &Rendezvous) -> Result<Vec<SocketAddr>, String> {
     match rv {
@@ -246,26 +286,46 @@ fn rank0_addresses(l: &Launch, rv: &Rendezvous) -> Result<Vec<SocketAddr>, Strin
     }
 }
 
-/// Connects to `addr`, says hello and waits for rank 0's acknowledgement.
-fn try_join(addr: &SocketAddr, hello: &[u8], deadline: Instant) -> Result<TcpStream, String> {
+/// Why joining rank 0 at one address failed.
+enum JoinError {
+    /// Worth another try (nobody there yet, another job, a timeout).
+    Retry(String),
+    /// Rank 0 of this job holds another secret: retrying cannot help.
+    Fatal(Error),
+}
+
+/// Connects to `addr`, runs the authenticated hello and waits for rank 0's acknowledgement.
+fn try_join(
+    l: &Launch,
+    addr: &SocketAddr,
+    hello: &[u8],
+    deadline: Instant,
+) -> Result<TcpStream, JoinError> {
     let mut s = TcpStream::connect_timeout(addr, Duration::from_secs(1))
-        .map_err(|e| format!("cannot connect to {addr}: {e}"))?;
+        .map_err(|e| JoinError::Retry(format!("cannot connect to {addr}: {e}")))?;
     let left = deadline
         .saturating_duration_since(Instant::now())
         .clamp(Duration::from_millis(100), Duration::from_secs(10));
-    let io = |e: std::io::Error| format!("{addr}: {e}");
+    let io = |e: std::io::Error| JoinError::Retry(format!("{addr}: {e}"));
     s.set_nodelay(true).map_err(io)?;
-    s.set_read_timeout(Some(left)).map_err(io)?;
-    send_msg(&mut s, hello).map_err(io)?;
-    match recv_msg(&mut s) {
+    match auth::connect(&mut s, &l.secret, hello, Instant::now() + left) {
         Ok(ack) if ack == MAGIC.to_le_bytes() => {
             s.set_read_timeout(None).map_err(io)?;
+            s.set_write_timeout(None).map_err(io)?;
             Ok(s)
         }
-        Ok(_) => Err(format!("{addr} is not an hcomm rank 0 (wrong answer)")),
-        Err(e) => Err(format!(
-            "{addr} did not accept this rank ({e}): another job there, or a different HCOMM_JOB_ID?"
-        )),
+        Ok(_) => Err(JoinError::Retry(format!(
+            "{addr} is not an hcomm rank 0 (wrong answer)"
+        ))),
+        Err(Failure::WrongSecret) => Err(JoinError::Fatal(Error::other(format!(
+            "rank 0 at {} ({addr}) answered for this job but proved a different job secret: the ranks' secrets differ (this rank's is from {}); every rank needs the same HCOMM_SECRET_FILE or HCOMM_SECRET (`hcomm run` hands one to its ranks)",
+            l.uri,
+            l.secret.source()
+        )))),
+        Err(Failure::Refused(_)) => Err(JoinError::Retry(format!(
+            "{addr} did not accept this rank: another job there, or a different HCOMM_JOB_ID?"
+        ))),
+        Err(e) => Err(JoinError::Retry(format!("{addr}: {e}"))),
     }
 }
 
@@ -282,9 +342,10 @@ fn join_rank0(l: &Launch, job: &str, deadline: Instant, timeout: Duration) -> Re
             Ok(addrs) => {
                 let mut last = format!("{} resolves to no address", l.uri);
                 for a in &addrs {
-                    match try_join(a, &hello, deadline) {
+                    match try_join(l, a, &hello, deadline) {
                         Ok(s) => return Ok(s),
-                        Err(e) => last = e,
+                        Err(JoinError::Fatal(e)) => return Err(e),
+                        Err(JoinError::Retry(e)) => last = e,
                     }
                 }
                 last
@@ -303,7 +364,8 @@ fn join_rank0(l: &Launch, job: &str, deadline: Instant, timeout: Duration) -> Re
     }
 }
 
-fn parse_hello(m: &[u8]) -> Option<(u32, String, usize)> {
+/// `(magic, job, rank)` of a bootstrap hello (the handshake's context).
+pub fn parse_hello(m: &[u8]) -> Option<(u32, String, usize)> {
     let magic = u32::from_le_bytes(m.get(0..4)?.try_into().ok()?);
     let jl = u32::from_le_bytes(m.get(4..8)?.try_into().ok()?) as usize;
     let job = String::from_utf8(m.get(8..8 + jl)?.to_vec()).ok()?;
@@ -311,7 +373,7 @@ fn parse_hello(m: &[u8]) -> Option<(u32, String, usize)> {
     Some((magic, job, rank))
 }
 
-fn unpack(mut p: &[u8], n: usize) -> Option<Vec<Vec<u8>>> {
+pub(crate) fn unpack(mut p: &[u8], n: usize) -> Option<Vec<Vec<u8>>> {
     let mut out = Vec::with_capacity(n);
     for _ in 0..n {
         let len = u32::from_le_bytes(p.get(0..4)?.try_into().ok()?) as usize;
@@ -324,6 +386,11 @@ fn unpack(mut p: &[u8], n: usize) -> Option<Vec<Vec<u8>>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::auth::Secret;
+
+    fn test_secret() -> Secret {
+        Secret::from_text(b"bootstrap-test-secret", "test").unwrap()
+    }
 
     #[test]
     fn star_allgather_over_real_sockets() {
@@ -342,6 +409,7 @@ mod tests {
                         uri,
                         job_id: Some("t".into()),
                         listen_fd: None,
+                        secret: test_secret(),
                     };
                     let mut b = Bootstrap::connect(&launch, Duration::from_secs(10)).unwrap();
                     let all = b.allgather(format!("r{r}").as_bytes()).unwrap();
@@ -368,6 +436,7 @@ mod tests {
                     uri: uri.to_string(),
                     job_id: Some(job.to_string()),
                     listen_fd: None,
+                    secret: test_secret(),
                 };
                 std::thread::spawn(move || {
                     let mut b = Bootstrap::connect(&launch, timeout)?;
@@ -412,6 +481,44 @@ mod tests {
     }
 
     #[test]
+    fn different_secrets_are_a_clear_error() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        drop(l);
+        let uri = format!("tcp://127.0.0.1:{port}");
+        let t0 = Instant::now();
+        let handles: Vec<_> = [b"secret-of-rank-zero!", b"secret-of-rank-one!!"]
+            .into_iter()
+            .enumerate()
+            .map(|(r, key)| {
+                let launch = Launch {
+                    rank: r,
+                    size: 2,
+                    uri: uri.clone(),
+                    job_id: None,
+                    listen_fd: None,
+                    secret: Secret::from_text(key, "test").unwrap(),
+                };
+                std::thread::spawn(move || {
+                    Bootstrap::connect(&launch, Duration::from_millis(1500)).err()
+                })
+            })
+            .collect();
+        let errs: Vec<Error> = handles
+            .into_iter()
+            .map(|h| h.join().unwrap().expect("must fail"))
+            .collect();
+        assert!(errs[1].msg.contains("secrets differ"), "{}", errs[1].msg);
+        assert!(errs[1].msg.contains(&uri), "{}", errs[1].msg);
+        assert!(
+            errs[0].msg.contains("ranks 1 never arrived") && errs[0].msg.contains("secrets differ"),
+            "{}",
+            errs[0].msg
+        );
+        assert!(t0.elapsed() < Duration::from_secs(5));
+    }
+
+    #[test]
     fn missing_rank_is_named() {
         let launch = Launch {
             rank: 0,
@@ -419,6 +526,7 @@ mod tests {
             uri: "tcp://127.0.0.1:0".into(),
             job_id: None,
             listen_fd: None,
+            secret: test_secret(),
         };
         let e = Bootstrap::connect(&launch, Duration::from_millis(200))
             .err()

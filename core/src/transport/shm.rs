@@ -158,6 +158,13 @@ impl Segment {
                 "cannot open shared memory /dev/shm/{name}"
             )));
         }
+        // Only a segment a rank of this job made: ours (same user), private (0600), and of the
+        // full size (mapping past its end would be a SIGBUS on first touch, not an error).
+        if let Err(e) = Self::check_owner(fd, geo.segment_bytes(), name) {
+            // SAFETY: fd is ours.
+            unsafe { libc::close(fd) };
+            return Err(e);
+        }
         let seg = Self::map(fd, geo.segment_bytes(), geo, name);
         // SAFETY: fd is ours.
         unsafe { libc::close(fd) };
@@ -173,6 +180,29 @@ impl Segment {
             )));
         }
         Ok(seg)
+    }
+
+    /// Refuses a segment owned by another user, accessible to group or others, or shorter
+    /// than `len`.
+    fn check_owner(fd: i32, len: usize, name: &str) -> Result<()> {
+        let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+        // SAFETY: fstat fills the stat buffer for an open descriptor.
+        if unsafe { libc::fstat(fd, st.as_mut_ptr()) } != 0 {
+            return Err(Error::os(format!("cannot stat /dev/shm/{name}")));
+        }
+        // SAFETY: fstat succeeded, so the buffer is initialized.
+        let st = unsafe { st.assume_init() };
+        // SAFETY: geteuid has no preconditions.
+        let me = unsafe { libc::geteuid() };
+        if st.st_uid != me || st.st_mode & 0o077 != 0 || (st.st_size as u64) < len as u64 {
+            return Err(Error::other(format!(
+                "/dev/shm/{name} is not a segment of this job (owner uid {}, mode {:04o}, {} bytes; expected uid {me}, mode 0600, {len} bytes): refusing to map it",
+                st.st_uid,
+                st.st_mode & 0o7777,
+                st.st_size
+            )));
+        }
+        Ok(())
     }
 
     fn map(fd: i32, len: usize, geo: Geometry, name: &str) -> Result<Segment> {
@@ -367,5 +397,48 @@ impl Link for ShmLink {
 
     fn name(&self) -> &'static str {
         "shm"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::MetadataExt;
+
+    fn geo() -> Geometry {
+        Geometry {
+            nranks: 2,
+            slots: 2,
+            slot_bytes: 4096,
+        }
+    }
+
+    #[test]
+    fn segments_are_private_and_checked_on_open() {
+        let name = format!("hcomm-test{}-0", std::process::id());
+        let path = format!("/dev/shm/{name}");
+        let seg = Segment::create(&name, geo()).unwrap();
+        let md = std::fs::metadata(&path).unwrap();
+        assert_eq!(md.mode() & 0o777, 0o600, "created with mode 0600");
+        // SAFETY: geteuid has no preconditions.
+        assert_eq!(md.uid(), unsafe { libc::geteuid() });
+        // A second create of the same name fails (O_EXCL): nobody can pre-plant it.
+        assert!(Segment::create(&name, geo()).is_err());
+        assert!(Segment::open(&name, geo()).is_ok());
+        // Widened permissions: the segment is refused.
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let e = Segment::open(&name, geo()).err().unwrap();
+        assert!(e.msg.contains("not a segment of this job"), "{}", e.msg);
+        Segment::unlink(&name);
+        drop(seg);
+        // Too short: refused instead of a SIGBUS later.
+        let short = format!("hcomm-test{}-1", std::process::id());
+        let p = format!("/dev/shm/{short}");
+        std::fs::write(&p, b"tiny").unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let e = Segment::open(&short, geo()).err().unwrap();
+        assert!(e.msg.contains("not a segment of this job"), "{}", e.msg);
+        std::fs::remove_file(&p).unwrap();
     }
 }

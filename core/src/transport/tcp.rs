@@ -5,10 +5,15 @@
 //! interface `HCOMM_SOCKET_IFNAME` chooses ([`crate::bootstrap::net`]) and publishes `ip:port`
 //! through the bootstrap allgather. For each pair that uses TCP, the lower rank connects to the
 //! higher one, `sockets` times (`HCOMM_SOCKETS_PER_PEER`, the smaller of the two ranks' values),
-//! while an acceptor thread takes the connections of lower ranks. Each connection starts with a
-//! hello — magic, job id, source and destination rank, socket index — that the acceptor checks
-//! before it answers, so a stranger (another job, a port scanner) is dropped and the connecting
-//! side never mistakes a stranger for its peer.
+//! while an acceptor thread takes the connections of lower ranks. Each connection starts with the
+//! authenticated handshake of [`crate::auth`] (HMAC challenge–response with the job secret, both
+//! ways), whose context is a hello — magic, job id, source and destination rank, socket index —
+//! that the acceptor checks before it answers. A stranger (another job, a port scanner, garbage,
+//! a wrong secret, a truncated or oversized message, silence) is dropped and logged at INFO while
+//! the listener keeps accepting the right peers (each handshake runs on its own thread with a
+//! deadline), and the connecting side never mistakes a stranger for its peer. The listener binds
+//! the chosen interface's address only (`HCOMM_LISTEN_ANY=1`: every interface) and is closed as
+//! soon as every peer is connected, so a running job listens on no port.
 //!
 //! **Wire format.** Each frame is a 16-byte prefix (`seq: u64`, `magic: u32`, `len: u32`), the
 //! 128-byte [`FrameHeader`], then `len` payload bytes. With several sockets per peer, whole
@@ -36,7 +41,7 @@
 //! link's recorded error so a dead peer ends the wait.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::io::{Read, Write};
+use std::io::Read;
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
 use std::panic::AssertUnwindSafe;
@@ -47,6 +52,7 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 
 use super::Link;
+use crate::auth::{self, Failure, Secret};
 use crate::error::{Class, Error, Result};
 use crate::frame::FrameHeader;
 
@@ -63,6 +69,9 @@ const HEAD: usize = PREFIX + HDR;
 const READ_BUDGET: usize = 4 << 20;
 /// Staging buffer per socket: small frames are parsed out of it, several per `recv`.
 const STAGE: usize = 64 << 10;
+
+#[doc(hidden)]
+pub mod fuzz;
 
 /// Called by the receiver thread when frames (or an error) arrived: rings the doorbell.
 pub type Ring = Arc<dyn Fn() + Send + Sync>;
@@ -112,11 +121,12 @@ pub fn sockets_per_peer() -> usize {
         .clamp(1, MAX_SOCKETS_PER_PEER)
 }
 
-/// Listens on an ephemeral port of `ip`.
+/// Listens on an ephemeral port of `ip` (of every interface with `HCOMM_LISTEN_ANY=1`);
+/// returns the listener and the address peers should dial (`ip` and the port).
 pub fn listen(ip: IpAddr) -> Result<(TcpListener, SocketAddr)> {
-    let l = TcpListener::bind((ip, 0))
+    let l = TcpListener::bind((crate::bootstrap::net::bind_ip(ip), 0))
         .map_err(|e| Error::other(format!("cannot listen for TCP peers on {ip}: {e}")))?;
-    let a = l.local_addr()?;
+    let a = SocketAddr::new(ip, l.local_addr()?.port());
     Ok((l, a))
 }
 
@@ -163,33 +173,12 @@ fn parse_hello(m: &[u8]) -> Option<(String, usize, usize, usize, usize)> {
     ))
 }
 
-fn send_small(s: &mut TcpStream, data: &[u8]) -> std::io::Result<()> {
-    let mut buf = (data.len() as u32).to_le_bytes().to_vec();
-    buf.extend_from_slice(data);
-    // std's TcpStream::write is send(MSG_NOSIGNAL) on Linux: no SIGPIPE.
-    s.write_all(&buf)
-}
-
-fn recv_small(s: &mut TcpStream) -> std::io::Result<Vec<u8>> {
-    let mut len = [0u8; 4];
-    s.read_exact(&mut len)?;
-    let len = u32::from_le_bytes(len) as usize;
-    if len > 4096 {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            "oversized hello",
-        ));
-    }
-    let mut v = vec![0u8; len];
-    s.read_exact(&mut v)?;
-    Ok(v)
-}
-
 /// Connects this rank to every peer in `peers`: connects to the higher ranks, accepts the
 /// lower ones on `listener`. Returns each peer's sockets, in socket-index order.
 pub fn connect_mesh(
     me: usize,
     job: &str,
+    secret: &Secret,
     listener: &TcpListener,
     peers: &[Peer],
     deadline: Instant,
@@ -198,8 +187,9 @@ pub fn connect_mesh(
     let higher: Vec<&Peer> = peers.iter().filter(|p| p.rank > me).collect();
     let stop = AtomicBool::new(false);
     let (inbound, outbound) = std::thread::scope(|scope| {
-        let acceptor = scope.spawn(|| accept_lower(me, job, listener, &lower, deadline, &stop));
-        let out = connect_higher(me, job, &higher, deadline);
+        let acceptor =
+            scope.spawn(|| accept_lower(me, job, secret, listener, &lower, deadline, &stop));
+        let out = connect_higher(me, job, secret, &higher, deadline);
         if out.is_err() {
             stop.store(true, Ordering::Relaxed);
         }
@@ -213,6 +203,7 @@ pub fn connect_mesh(
     for (_, socks) in &all {
         for s in socks {
             s.set_read_timeout(None)?;
+            s.set_write_timeout(None)?;
             s.set_nodelay(true)?;
             s.set_nonblocking(true)?;
         }
@@ -224,6 +215,7 @@ pub fn connect_mesh(
 fn connect_higher(
     me: usize,
     job: &str,
+    secret: &Secret,
     peers: &[&Peer],
     deadline: Instant,
 ) -> Result<Vec<(Peer, Vec<TcpStream>)>> {
@@ -246,19 +238,21 @@ fn connect_higher(
             let wait = deadline
                 .saturating_duration_since(Instant::now())
                 .max(Duration::from_secs(1));
-            s.set_read_timeout(Some(wait))?;
-            let io = |e: std::io::Error| {
-                Error::other(format!(
-                    "TCP handshake with rank {} at {}: {e}",
-                    p.rank, p.addr
-                ))
-            };
-            send_small(&mut s, &hello(job, me, p.rank, index, p.sockets)).map_err(io)?;
-            let ack = recv_small(&mut s).map_err(|e| {
-                Error::other(format!(
-                    "rank {} at {} did not accept the TCP connection ({e}): is it the same job?",
-                    p.rank, p.addr
-                ))
+            let ctx = hello(job, me, p.rank, index, p.sockets);
+            let ack = auth::connect(&mut s, secret, &ctx, Instant::now() + wait).map_err(|e| {
+                Error::other(match e {
+                    Failure::WrongSecret => format!(
+                        "rank {} at {} proved a different job secret in the TCP handshake: the ranks' secrets differ (this rank's is from {})",
+                        p.rank,
+                        p.addr,
+                        secret.source()
+                    ),
+                    Failure::Refused(_) => format!(
+                        "rank {} at {} did not accept the TCP connection: is it the same job?",
+                        p.rank, p.addr
+                    ),
+                    e => format!("TCP handshake with rank {} at {}: {e}", p.rank, p.addr),
+                })
             })?;
             let mut want = ACK_MAGIC.to_le_bytes().to_vec();
             want.extend_from_slice(&(p.rank as u32).to_le_bytes());
@@ -278,6 +272,7 @@ fn connect_higher(
 fn accept_lower(
     me: usize,
     job: &str,
+    secret: &Secret,
     listener: &TcpListener,
     peers: &[&Peer],
     deadline: Instant,
@@ -288,55 +283,70 @@ fn accept_lower(
         .map(|p| (0..p.sockets).map(|_| None).collect())
         .collect();
     let mut missing: usize = peers.iter().map(|p| p.sockets).sum();
+    // (rank, sockets) of each lower peer, for the handshakes' threads.
+    let expect: Arc<Vec<(usize, usize)>> =
+        Arc::new(peers.iter().map(|p| (p.rank, p.sockets)).collect());
+    let acceptor = auth::Acceptor::<(usize, usize)>::new(secret);
+    let what = format!("TCP transport of rank {me}");
     listener.set_nonblocking(true)?;
     while missing > 0 {
         if stop.load(Ordering::Relaxed) {
             return Ok(Vec::new()); // the connecting side failed and reports why
         }
-        let (mut s, from) = match listener.accept() {
-            Ok(c) => c,
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                if Instant::now() > deadline {
-                    let absent: Vec<String> = peers
-                        .iter()
-                        .zip(&slots)
-                        .filter(|(_, s)| s.iter().any(Option::is_none))
-                        .map(|(p, _)| p.rank.to_string())
-                        .collect();
-                    return Err(Error::other(format!(
-                        "timed out waiting for TCP connections from ranks {} (HCOMM_BOOTSTRAP_TIMEOUT)",
-                        absent.join(",")
-                    )));
-                }
-                std::thread::sleep(Duration::from_millis(1));
-                continue;
+        let mut busy = false;
+        match listener.accept() {
+            Ok((s, from)) => {
+                busy = true;
+                let (job, expect) = (job.to_string(), expect.clone());
+                acceptor.start(s, from, &what, move |ctx| {
+                    let (pj, src, dst, index, n) =
+                        parse_hello(ctx).ok_or_else(|| "malformed hello".to_string())?;
+                    let i = expect.iter().position(|&(r, _)| r == src);
+                    match i {
+                        Some(i) if pj == job && dst == me && n == expect[i].1 && index < n => {
+                            let mut ack = ACK_MAGIC.to_le_bytes().to_vec();
+                            ack.extend_from_slice(&(me as u32).to_le_bytes());
+                            Ok((ack, (i, index)))
+                        }
+                        _ => Err(format!(
+                            "hello from rank {src} of job {pj:?} for rank {dst} (socket {index} of {n}); expected job {job:?}, destination rank {me}"
+                        )),
+                    }
+                });
             }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
             Err(e) => return Err(Error::other(format!("TCP accept: {e}"))),
-        };
-        s.set_nonblocking(false)?;
-        s.set_read_timeout(Some(Duration::from_secs(5)))?;
-        let parsed = recv_small(&mut s).ok().and_then(|m| parse_hello(&m));
-        let slot = parsed.as_ref().and_then(|(pj, src, dst, index, n)| {
-            let i = peers.iter().position(|p| p.rank == *src)?;
-            let ok = pj == job && *dst == me && *n == peers[i].sockets && *index < *n;
-            (ok && slots[i][*index].is_none()).then_some((i, *index))
-        });
-        let Some((i, index)) = slot else {
-            crate::warn!(
-                "TCP transport: ignoring a connection from {from} (hello {parsed:?}; expected job {job:?}, destination rank {me})"
-            );
+        }
+        while let Some((s, from, res)) = acceptor.poll() {
+            busy = true;
+            match res {
+                Ok((_, (i, index))) if slots[i][index].is_none() => {
+                    slots[i][index] = Some(s);
+                    missing -= 1;
+                }
+                Ok((_, (i, index))) => crate::info!(
+                    "{what}: dropped a second connection for rank {} socket {index} from {from}",
+                    peers[i].rank
+                ),
+                Err(e) => crate::info!("{what}: dropped a connection from {from}: {e}"),
+            }
+        }
+        if busy {
             continue;
-        };
-        let mut ack = ACK_MAGIC.to_le_bytes().to_vec();
-        ack.extend_from_slice(&(me as u32).to_le_bytes());
-        send_small(&mut s, &ack).map_err(|e| {
-            Error::other(format!(
-                "TCP handshake with rank {} from {from}: {e}",
-                peers[i].rank
-            ))
-        })?;
-        slots[i][index] = Some(s);
-        missing -= 1;
+        }
+        if Instant::now() > deadline {
+            let absent: Vec<String> = peers
+                .iter()
+                .zip(&slots)
+                .filter(|(_, s)| s.iter().any(Option::is_none))
+                .map(|(p, _)| p.rank.to_string())
+                .collect();
+            return Err(Error::other(format!(
+                "timed out waiting for TCP connections from ranks {} (HCOMM_BOOTSTRAP_TIMEOUT)",
+                absent.join(",")
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(1));
     }
     Ok(peers
         .iter()
@@ -802,7 +812,12 @@ impl Link for TcpLink {
 mod tests {
     use super::*;
     use crate::frame::{Kind, Signature};
+    use std::io::Write;
     use std::sync::atomic::AtomicUsize;
+
+    fn test_secret() -> Secret {
+        Secret::from_text(b"transport-test-secret", "test").unwrap()
+    }
 
     fn hdr(tag: u32) -> FrameHeader {
         let sig = Signature {
@@ -831,8 +846,10 @@ mod tests {
             addr: a1,
             sockets,
         };
-        let t = std::thread::spawn(move || connect_mesh(1, "j", &l1, &[p0], deadline).unwrap());
-        let c0 = connect_mesh(0, "j", &l0, &[p1], deadline).unwrap();
+        let t = std::thread::spawn(move || {
+            connect_mesh(1, "j", &test_secret(), &l1, &[p0], deadline).unwrap()
+        });
+        let c0 = connect_mesh(0, "j", &test_secret(), &l0, &[p1], deadline).unwrap();
         let c1 = t.join().unwrap();
         let rings = Arc::new(AtomicUsize::new(0));
         let r = rings.clone();
@@ -939,25 +956,40 @@ mod tests {
     }
 
     #[test]
-    fn stranger_is_rejected() {
+    fn strangers_garbage_and_wrong_secrets_are_dropped() {
         let ip: IpAddr = "127.0.0.1".parse().unwrap();
         let (l1, a1) = listen(ip).unwrap();
-        let deadline = Instant::now() + Duration::from_secs(5);
+        let deadline = Instant::now() + Duration::from_secs(20);
         let p0 = Peer {
             rank: 0,
             addr: "127.0.0.1:1".parse().unwrap(),
             sockets: 1,
         };
-        let t = std::thread::spawn(move || connect_mesh(1, "right", &l1, &[p0], deadline));
-        // A stranger with the wrong job is dropped without an answer ...
+        let t = std::thread::spawn(move || {
+            connect_mesh(1, "right", &test_secret(), &l1, &[p0], deadline)
+        });
+        let soon = || Instant::now() + Duration::from_secs(5);
+        // A silent connection and a slow one do not hold up the others ...
+        let _silent = TcpStream::connect(a1).unwrap();
+        let mut slow = TcpStream::connect(a1).unwrap();
+        slow.write_all(&[8, 0]).unwrap();
+        // ... garbage, an absurd length and a truncated message are dropped ...
+        for junk in [&[0x41u8; 1000][..], &[0xff; 4], &[40, 0, 0, 0, b'h', b'c']] {
+            let mut s = TcpStream::connect(a1).unwrap();
+            let _ = s.write_all(junk);
+        }
+        // ... a stranger with the wrong job is refused, one with a wrong secret fails ...
         let mut s = TcpStream::connect(a1).unwrap();
-        send_small(&mut s, &hello("wrong", 0, 1, 0, 1)).unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-        assert!(recv_small(&mut s).is_err());
+        let r = auth::connect(&mut s, &test_secret(), &hello("wrong", 0, 1, 0, 1), soon());
+        assert!(matches!(r, Err(Failure::Refused(_))), "{r:?}");
+        let other = Secret::from_text(b"another-jobs-secret!", "t").unwrap();
+        let mut s = TcpStream::connect(a1).unwrap();
+        let r = auth::connect(&mut s, &other, &hello("right", 0, 1, 0, 1), soon());
+        assert!(matches!(r, Err(Failure::WrongSecret)), "{r:?}");
         // ... and the real rank 0 is accepted afterwards.
         let mut s = TcpStream::connect(a1).unwrap();
-        send_small(&mut s, &hello("right", 0, 1, 0, 1)).unwrap();
-        let ack = recv_small(&mut s).unwrap();
+        let ack =
+            auth::connect(&mut s, &test_secret(), &hello("right", 0, 1, 0, 1), soon()).unwrap();
         assert_eq!(&ack[..4], &ACK_MAGIC.to_le_bytes());
         let conns = t.join().unwrap().unwrap();
         assert_eq!(conns.len(), 1);
