@@ -25,12 +25,16 @@ enum Command {
     Run(cli::run::RunArgs),
     /// Install a drop-in MPI prefix: bin/mpicc, mpicxx, mpiexec; include/mpi.h; lib/libhcomm.so
     Install(cli::install::InstallArgs),
+    /// Measure collectives nccl-tests style, as a rank: hcomm run -n 2 hcomm bench allreduce -b 8 -e 64M
+    Bench(cli::bench::BenchArgs),
     /// Version, build contents, and every HCOMM_* variable with its default and current value
     Info(cli::info::InfoArgs),
     /// Check this machine for what hcomm needs (/dev/shm, limits, network, MPI, CUDA)
     Doctor(cli::doctor::DoctorArgs),
     /// Merge the per-rank files of HCOMM_PROFILE=path.json into one table
     Profile(cli::profile::ProfileArgs),
+    /// Check every pair of ranks and every collective once: hcomm selftest -n 3
+    Selftest(cli::selftest::SelftestArgs),
 }
 
 fn main() {
@@ -41,9 +45,11 @@ fn main() {
     let code = match cli.command {
         Command::Run(args) => cli::run::run(args),
         Command::Install(args) => cli::install::install(args),
+        Command::Bench(args) => cli::bench::bench(args),
         Command::Info(args) => cli::info::info(args),
         Command::Doctor(args) => cli::doctor::doctor(args),
         Command::Profile(args) => cli::profile::profile(args),
+        Command::Selftest(args) => cli::selftest::selftest(args),
     };
     std::process::exit(code);
 }

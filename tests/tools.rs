@@ -84,3 +84,29 @@ fn doctor_fails_on_a_malformed_rendezvous() {
     );
     assert!(text(&o).contains("expected tcp://HOST:PORT or file:///DIR"));
 }
+
+#[test]
+fn selftest_checks_every_pair_and_collective() {
+    for (transport, expect) in [("auto", "shm"), ("tcp", "tcp")] {
+        let o = hcomm(&["selftest", "-n", "3"], &[("HCOMM_TRANSPORT", transport)]);
+        let out = text(&o);
+        assert!(o.status.success(), "{out}");
+        let pairs: Vec<&str> = out
+            .lines()
+            .filter(|l| l.split_whitespace().nth(2) == Some("OK") && l.contains(expect))
+            .collect();
+        assert_eq!(pairs.len(), 3, "3 pairs over {expect} expected:\n{out}");
+        for c in [
+            "MPI_Allreduce",
+            "MPI_Bcast",
+            "MPI_Reduce_scatter_block",
+            "MPI_Barrier",
+        ] {
+            assert!(
+                out.lines().any(|l| l.starts_with(c) && l.ends_with("OK")),
+                "{c}:\n{out}"
+            );
+        }
+        assert!(out.contains("hcomm selftest: all passed"), "{out}");
+    }
+}

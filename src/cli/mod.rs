@@ -8,11 +8,13 @@
 
 use std::ffi::{OsStr, OsString};
 
+pub mod bench;
 pub mod doctor;
 pub mod info;
 pub mod install;
 pub mod profile;
 pub mod run;
+pub mod selftest;
 
 /// Options of `hcomm run` that take a separate value (`-n 4`, `--timeout-kill-secs 3`),
 /// so that the value is not mistaken for the program name while scanning.

@@ -1,0 +1,231 @@
+//! The bench smoke test (CI): `hcomm bench` and `benches/coll_bench.c` on 2 ranks over a short
+//! size sweep of every collective, with result checking; every row must report `#wrong` 0.
+//! Benchmarks are benchmarks: nothing here looks at the times.
+//!
+//! Uses the `hcomm` binary under test and the `libhcomm.so` next to it (`cargo build --release`
+//! with the same `CARGO_TARGET_DIR` first, as `scripts/test.sh` does).
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+const SOURCE: &str = env!("CARGO_MANIFEST_DIR");
+const COLLS: [&str; 5] = [
+    "allreduce",
+    "bcast",
+    "allgather",
+    "reduce_scatter",
+    "reduce",
+];
+
+fn hcomm_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_hcomm"))
+}
+
+/// Runs `cmd` to completion, killing it after `limit` (a hung collective fails the test
+/// instead of hanging CI; the launcher's ranks die with it, by their parent-death signal).
+fn run_bounded(cmd: &mut Command, limit: Duration) -> Output {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start");
+    let drain = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut v = Vec::new();
+            let _ = r.read_to_end(&mut v);
+            v
+        })
+    };
+    let out = drain(Box::new(child.stdout.take().expect("stdout")));
+    let err = drain(Box::new(child.stderr.take().expect("stderr")));
+    let start = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().expect("wait") {
+            break st;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            break child.wait().expect("wait");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Output {
+        status,
+        stdout: out.join().expect("stdout reader"),
+        stderr: err.join().expect("stderr reader"),
+    }
+}
+
+/// The result rows of a table (`#` lines skipped), as whitespace-separated columns.
+fn rows(stdout: &str) -> Vec<Vec<String>> {
+    stdout
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .map(|l| l.split_whitespace().map(String::from).collect())
+        .collect()
+}
+
+/// Every collective has rows, every row has 12 columns and `#wrong` 0; returns the row count.
+fn check_table(out: &Output, what: &str, colls: &[&str]) -> usize {
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "{what} failed ({}):\n{stdout}\n{stderr}",
+        out.status
+    );
+    let rows = rows(&stdout);
+    for r in &rows {
+        assert_eq!(r.len(), 12, "{what}: malformed row {r:?}\n{stdout}");
+        assert_eq!(r[11], "0", "{what}: wrong elements in row {r:?}\n{stdout}");
+        let busbw: f64 = r[10].parse().expect("busbw is a number");
+        assert!(busbw.is_finite() && busbw >= 0.0, "{what}: busbw {r:?}");
+    }
+    for c in colls {
+        assert!(
+            rows.iter().any(|r| r[0] == *c),
+            "{what}: no row for {c}:\n{stdout}"
+        );
+    }
+    rows.len()
+}
+
+fn bench(args: &[&str]) -> Output {
+    let bin = hcomm_bin();
+    run_bounded(
+        Command::new(&bin)
+            .args(["run", "-n", "2"])
+            .arg(&bin)
+            .arg("bench")
+            .args(args),
+        Duration::from_secs(120),
+    )
+}
+
+const QUICK: [&str; 10] = [
+    "-b",
+    "8",
+    "-e",
+    "256K",
+    "-f",
+    "8",
+    "--iter-bytes",
+    "1M",
+    "--max-iters",
+    "20",
+];
+
+#[test]
+fn hcomm_bench_checks_every_collective() {
+    let out = bench(&QUICK);
+    // 8 B .. 256 KiB by 8: 6 sizes for each of the five collectives.
+    assert_eq!(check_table(&out, "hcomm bench", &COLLS), 30);
+    let head = String::from_utf8_lossy(&out.stdout);
+    assert!(head.starts_with("# hcomm bench "), "{head}");
+    assert!(head.contains("# ranks 2,"), "{head}");
+}
+
+#[test]
+fn hcomm_bench_in_place_other_types_and_root() {
+    let mut args = QUICK.to_vec();
+    args.extend(["--inplace", "-r", "1"]);
+    check_table(&bench(&args), "hcomm bench --inplace -r 1", &COLLS);
+    for (dt, op) in [
+        ("int8", "prod"),
+        ("half", "sum"),
+        ("bfloat16", "max"),
+        ("uint32", "bxor"),
+    ] {
+        let mut args = QUICK.to_vec();
+        args.extend(["allreduce", "reduce_scatter", "-d", dt, "-o", op]);
+        check_table(
+            &bench(&args),
+            &format!("hcomm bench -d {dt} -o {op}"),
+            &["allreduce", "reduce_scatter"],
+        );
+    }
+}
+
+#[test]
+fn hcomm_bench_json() {
+    let mut args = QUICK.to_vec();
+    args.extend(["allgather", "--json"]);
+    let out = bench(&args);
+    let s = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{s}");
+    assert!(
+        s.trim_start().starts_with("{\"tool\":\"hcomm bench\""),
+        "{s}"
+    );
+    assert!(s.trim_end().ends_with("]}"), "{s}");
+    assert_eq!(s.matches("\"collective\":\"allgather\"").count(), 6, "{s}");
+    assert_eq!(s.matches("\"wrong\":0}").count(), 6, "{s}");
+}
+
+#[test]
+fn hcomm_bench_rejects_bad_arguments() {
+    for args in [
+        &["-d", "quaternion"][..],
+        &["-d", "float", "-o", "band"],
+        &["-r", "5"],
+    ] {
+        let out = bench(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");
+    }
+}
+
+/// The C benchmark built against hcomm (what scripts/perf-compare.sh runs as `hcomm`).
+#[test]
+fn c_benchmark_on_hcomm() {
+    let lib_dir = hcomm_bin().parent().expect("target dir").to_path_buf();
+    assert!(
+        lib_dir.join("libhcomm.so").is_file(),
+        "libhcomm.so is missing next to {}: run `cargo build --release` with the same \
+         CARGO_TARGET_DIR first",
+        hcomm_bin().display()
+    );
+    let dir = std::env::temp_dir().join(format!("hcomm-bench-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let exe = dir.join("coll_bench");
+    let out = Command::new("cc")
+        .args(["-O1", "-Wall", "-Werror", "-I"])
+        .arg(Path::new(SOURCE).join("include"))
+        .arg(Path::new(SOURCE).join("benches/coll_bench.c"))
+        .arg("-o")
+        .arg(&exe)
+        .arg("-L")
+        .arg(&lib_dir)
+        .arg("-lhcomm")
+        .arg(format!("-Wl,-rpath,{}", lib_dir.display()))
+        .output()
+        .expect("start cc");
+    assert!(
+        out.status.success(),
+        "cc failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for extra in [
+        &[][..],
+        &["-i", "-r", "1"],
+        &["-d", "int32", "-o", "max", "-c", "allreduce,reduce"],
+    ] {
+        let out = run_bounded(
+            Command::new(hcomm_bin())
+                .args(["run", "-n", "2"])
+                .arg(&exe)
+                .args(["-b", "8", "-e", "64K", "-f", "16", "-B", "1M", "-m", "20"])
+                .args(extra),
+            Duration::from_secs(120),
+        );
+        let colls: &[&str] = if extra.contains(&"allreduce,reduce") {
+            &["allreduce", "reduce"]
+        } else {
+            &COLLS
+        };
+        check_table(&out, &format!("coll_bench {extra:?}"), colls);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
