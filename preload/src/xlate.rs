@@ -47,6 +47,8 @@ const OMPI_TYPES: &[(&CStr, i32)] = &[
     (c"ompi_mpi_aint", 0x4c000843),
     (c"ompi_mpi_offset", 0x4c000844),
     (c"ompi_mpi_count", 0x4c000845),
+    (c"ompi_mpi_c_float_complex", 0x4c000840),
+    (c"ompi_mpi_c_double_complex", 0x4c001041),
 ];
 
 /// Open MPI's predefined reduction ops, with MPICH's handles.
