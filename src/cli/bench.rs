@@ -588,8 +588,26 @@ fn sweep(
     }
     let mut rows = Vec::new();
     let mut any_wrong = false;
+    // A sweep can take minutes: when the table does not go to the terminal (--json, or stdout
+    // redirected) but stderr does, rank 0 shows where it is on one rewritten stderr line.
+    // SAFETY: isatty only inspects the descriptors.
+    let progress = lead && unsafe { libc::isatty(2) == 1 && (args.json || libc::isatty(1) == 0) };
+    let total = colls.len() * all_sizes.len();
+    let mut step = 0;
     for &coll in colls {
         for &want in &all_sizes {
+            step += 1;
+            if progress {
+                use std::io::Write;
+                let mut e = std::io::stderr().lock();
+                let _ = write!(
+                    e,
+                    "\r\x1b[Khcomm bench: {} {} bytes ({step}/{total})",
+                    coll.name(),
+                    want
+                );
+                let _ = e.flush();
+            }
             let block = coll.block(want / dt.size, n);
             if block == 0 {
                 continue;
@@ -648,6 +666,9 @@ fn sweep(
             }
             rows.push(row);
         }
+    }
+    if progress {
+        eprint!("\r\x1b[K");
     }
     if lead && args.json {
         let info = report::RunInfo {
