@@ -1,11 +1,11 @@
 //! hcomm — collective communication over the MPI C ABI.
 //!
-//! The `hcomm` command-line tool: `hcomm run`, the launcher that starts the ranks of a
-//! job on this host (see [`cli::run`]), and `hcomm install`, which lays out a drop-in MPI
-//! prefix with `mpicc` and `mpiexec` (see [`cli::install`]). The structure is ready for
-//! more (`bench`, `info`, `doctor`): each subcommand is a
-//! variant of [`Command`] whose arguments and entry point live in a module under
-//! `src/cli/`, and whose entry point returns the process exit code.
+//! The `hcomm` command-line tool: `hcomm run`, the launcher that starts the ranks of a job on
+//! this host ([`cli::run`]); `hcomm install`, a drop-in MPI prefix with `mpicc` and `mpiexec`
+//! ([`cli::install`]); `hcomm bench`, the nccl-tests-style benchmark run as the ranks of a job
+//! ([`cli::bench`]); `hcomm selftest`, `hcomm doctor`, `hcomm info` and `hcomm profile`. Each
+//! subcommand is a variant of [`Command`] whose arguments and entry point live in a module
+//! under `src/cli/`, and whose entry point returns the process exit code.
 
 mod cli;
 
