@@ -19,7 +19,9 @@
 #   disable  smoke.py with HCOMM_DISABLE=1 (n=2; pypi-mpich and openmpi): every call goes to
 #            the host MPI, and no hcomm-stats line appears.
 #   suite    mpi4py's own collective tests ($SUITE_TESTS: test_cco_buf, test_cco_buf_inter,
-#            test_cco_obj, test_cco_obj_inter), run through compat-tests/mpi4py/suite.py,
+#            test_cco_obj, test_cco_obj_inter, and test_cco_nb_buf: the preload forwards
+#            nonblocking collectives to the host MPI untouched, and that must keep working),
+#            run through compat-tests/mpi4py/suite.py,
 #            which records each rank's failed tests. Passes when every test that failed (on
 #            any rank) is listed in
 #            compat-tests/mpi4py/baseline-<mpi>-n<N>.txt - the failures the same suite shows
@@ -36,7 +38,7 @@
 # Env:   PRELOAD=target/release/libhcomm_preload.so  NPROCS="2 3"  TIMEOUT=240 (per run, s)
 #        SUITE_MPIS="pypi-mpich openmpi pypi-openmpi" (the MPIs the suite runs on; Debian's
 #        busy-polling MPICH is left out to save 1-2 minutes, its baselines are checked in too)
-#        SUITE_TESTS="test_cco_buf test_cco_buf_inter test_cco_obj test_cco_obj_inter" (test
+#        SUITE_TESTS="test_cco_buf test_cco_buf_inter test_cco_obj test_cco_obj_inter test_cco_nb_buf" (test
 #        modules for mpi4py's test/main.py; the baselines are for this default)
 #        MPI4PY_ENV_DIR=build/mpi4py  MPI4PY_SETUP=1  OUTDIR=build/mpi4py-tests
 #        REQUIRE_ALL=1 (a missing MPI, venv or setup failure is a FAIL instead of a SKIP)
@@ -74,7 +76,7 @@ TIMEOUT=${TIMEOUT:-240}
 # Not Debian's MPICH by default: it busy-polls, so with 3 ranks on 2 cores its forwarded calls
 # (intercommunicators, the object tests' point-to-point) make the suite take 1-2 minutes there.
 SUITE_MPIS=${SUITE_MPIS:-"pypi-mpich openmpi pypi-openmpi"}
-SUITE_TESTS=${SUITE_TESTS:-"test_cco_buf test_cco_buf_inter test_cco_obj test_cco_obj_inter"}
+SUITE_TESTS=${SUITE_TESTS:-"test_cco_buf test_cco_buf_inter test_cco_obj test_cco_obj_inter test_cco_nb_buf"}
 REQUIRE_ALL=${REQUIRE_ALL:-0}
 ENVDIR=${MPI4PY_ENV_DIR:-build/mpi4py}
 ENVDIR=$(mkdir -p "$ENVDIR" && cd "$ENVDIR" && pwd)

@@ -16,7 +16,10 @@
  *
  * Gradient synchronisation: the gradients live in one flat buffer; they are summed in buckets of
  * --bucket-kb KiB (as few calls as the bucket size allows; default 4096 KiB, i.e. usually one
- * call), or with --per-tensor one call per parameter tensor (6 calls), to compare.
+ * call), or with --per-tensor one call per parameter tensor (6 calls), to compare. With
+ * --overlap the backward pass runs layer by layer over the whole batch and each layer's
+ * gradients go out in an MPI_Iallreduce while the layers below are computed (MPI_Waitall at
+ * the end of the step): the communication of the upper layers hides behind computation.
  *
  * Output (rank 0): the configuration, per-epoch loss and accuracy, then samples/s, compute and
  * communication time (and the communication fraction), final training and held-out accuracy,
@@ -24,7 +27,7 @@
  * identical on all N ranks"; otherwise the program fails).
  *
  * Usage: train_mlp [--hidden H] [--input D] [--epochs E] [--batch B] [--train N] [--lr LR]
- *                  [--bucket-kb K] [--per-tensor] [--seed S] [--min-accuracy A]
+ *                  [--bucket-kb K] [--per-tensor | --overlap] [--seed S] [--min-accuracy A]
  * Defaults: H=256 D=64 (about 84 K parameters), 3 epochs, B=32 per rank, 16384 training
  * samples, LR=0.05 for a global batch of 32. --hidden 4096 --input 1024 is a ~21 M-parameter
  * model. --min-accuracy A: exit 1 unless the final training accuracy is at least A (percent).
@@ -242,6 +245,117 @@ static void sync_gradients(const shape *s, float *g, long bucket, int per_tensor
     }
 }
 
+/* ---- overlapped step: backward layer by layer, each layer's gradients summed while the
+ * layers below are still being computed ------------------------------------------------ */
+
+typedef struct {
+    int cap;
+    float *x, *a1, *a2, *z, *g1, *g2; /* per sample of the batch: d, h, h, 8, h, h floats */
+    int *label;
+} batch_scratch;
+
+static void batch_init(batch_scratch *bs, const shape *s, int b)
+{
+    bs->cap = b;
+    bs->x = malloc(sizeof(float) * (size_t)b * s->d);
+    bs->a1 = malloc(sizeof(float) * (size_t)b * s->h);
+    bs->a2 = malloc(sizeof(float) * (size_t)b * s->h);
+    bs->z = malloc(sizeof(float) * (size_t)b * NCLASS);
+    bs->g1 = malloc(sizeof(float) * (size_t)b * s->h);
+    bs->g2 = malloc(sizeof(float) * (size_t)b * s->h);
+    bs->label = malloc(sizeof(int) * (size_t)b);
+}
+
+/* One step's gradient with --overlap: forward every sample of the batch, then the output
+ * layer's gradient for the whole batch, whose MPI_Iallreduce starts at once; then the middle
+ * layer's (its MPI_Iallreduce starts), then the first layer's; MPI_Waitall at the end. The
+ * communication of layers 3 and 2 overlaps the computation of the layers below. Returns the
+ * batch's summed loss; adds to compute/communication time. */
+static double overlapped_step(const shape *s, const float *p, float *g, scratch *k, batch_scratch *bs,
+                              const long *idx, int b, const dataset *ds, double *compute)
+{
+    int h = s->h, d = s->d;
+    double loss = 0, t0 = MPI_Wtime();
+    MPI_Request req[3];
+    for (int j = 0; j < b; j++) {
+        bs->label[j] = sample(ds, idx[j], bs->x + (size_t)j * d);
+        memcpy(k->x, bs->x + (size_t)j * d, sizeof(float) * d);
+        forward(s, p, k);
+        memcpy(bs->a1 + (size_t)j * h, k->a1, sizeof(float) * h);
+        memcpy(bs->a2 + (size_t)j * h, k->a2, sizeof(float) * h);
+        memcpy(bs->z + (size_t)j * NCLASS, k->z, sizeof(float) * NCLASS);
+        loss += -logf(k->z[bs->label[j]] + 1e-12f);
+    }
+    /* Layer 3 (W3, b3: the tail of the parameter buffer). */
+    for (int j = 0; j < b; j++) {
+        float *z = bs->z + (size_t)j * NCLASS, *a2 = bs->a2 + (size_t)j * h, *g2 = bs->g2 + (size_t)j * h;
+        memset(g2, 0, sizeof(float) * h);
+        for (int c = 0; c < NCLASS; c++) {
+            float dz = z[c] - (c == bs->label[j]);
+            float *gw = g + s->off[W3] + (long)c * h;
+            const float *w = p + s->off[W3] + (long)c * h;
+            for (int i = 0; i < h; i++) {
+                gw[i] += dz * a2[i];
+                g2[i] += dz * w[i];
+            }
+            g[s->off[B3] + c] += dz;
+        }
+        for (int i = 0; i < h; i++)
+            if (a2[i] <= 0)
+                g2[i] = 0;
+    }
+    *compute += MPI_Wtime() - t0;
+    MPI_Iallreduce(MPI_IN_PLACE, g + s->off[W3], (int)(s->off[NTENSOR] - s->off[W3]), MPI_FLOAT, MPI_SUM,
+                   MPI_COMM_WORLD, &req[0]);
+    t0 = MPI_Wtime();
+    /* Layer 2 (W2, b2). */
+    for (int j = 0; j < b; j++) {
+        float *g2 = bs->g2 + (size_t)j * h, *a1 = bs->a1 + (size_t)j * h, *g1 = bs->g1 + (size_t)j * h;
+        memset(g1, 0, sizeof(float) * h);
+        for (int i = 0; i < h; i++) {
+            float gi = g2[i];
+            if (gi == 0)
+                continue;
+            float *gw = g + s->off[W2] + (long)i * h;
+            const float *w = p + s->off[W2] + (long)i * h;
+            for (int q = 0; q < h; q++) {
+                gw[q] += gi * a1[q];
+                g1[q] += gi * w[q];
+            }
+            g[s->off[B2] + i] += gi;
+        }
+        for (int q = 0; q < h; q++)
+            if (a1[q] <= 0)
+                g1[q] = 0;
+    }
+    *compute += MPI_Wtime() - t0;
+    MPI_Iallreduce(MPI_IN_PLACE, g + s->off[W2], (int)(s->off[W3] - s->off[W2]), MPI_FLOAT, MPI_SUM,
+                   MPI_COMM_WORLD, &req[1]);
+    t0 = MPI_Wtime();
+    /* Layer 1 (W1, b1). */
+    for (int j = 0; j < b; j++) {
+        float *g1 = bs->g1 + (size_t)j * h, *x = bs->x + (size_t)j * d;
+        for (int i = 0; i < h; i++) {
+            float gi = g1[i];
+            if (gi == 0)
+                continue;
+            float *gw = g + s->off[W1] + (long)i * d;
+            for (int q = 0; q < d; q++)
+                gw[q] += gi * x[q];
+            g[s->off[B1] + i] += gi;
+        }
+    }
+    *compute += MPI_Wtime() - t0;
+    t0 = MPI_Wtime();
+    MPI_Iallreduce(MPI_IN_PLACE, g + s->off[W1], (int)(s->off[W2] - s->off[W1]), MPI_FLOAT, MPI_SUM,
+                   MPI_COMM_WORLD, &req[2]);
+    MPI_Status st[3];
+    MPI_Waitall(3, req, st);
+    comm_seconds += MPI_Wtime() - t0;
+    comm_calls += 3;
+    return loss;
+}
+
 /* ---- evaluation ------------------------------------------------------------------------ */
 
 /* Accuracy (percent) over samples [first, first + n), shared out by index modulo nranks. */
@@ -308,6 +422,7 @@ int main(int argc, char **argv)
     double base_lr = arg_double(argc, argv, "--lr", 0.05);
     long bucket = arg_long(argc, argv, "--bucket-kb", 4096) * 1024 / (long)sizeof(float);
     int per_tensor = arg_flag(argc, argv, "--per-tensor");
+    int overlap = arg_flag(argc, argv, "--overlap");
     uint64_t seed = (uint64_t)arg_long(argc, argv, "--seed", 1);
     double min_acc = arg_double(argc, argv, "--min-accuracy", -1);
     if (h < 1 || d < 1 || epochs < 1 || batch < 1 || ntrain < (long)batch * nranks || bucket < 1) {
@@ -325,6 +440,9 @@ int main(int argc, char **argv)
     dataset_init(&ds, d, seed);
     scratch k;
     scratch_init(&k, &s);
+    batch_scratch bs;
+    batch_init(&bs, &s, batch);
+    long *idx = malloc(sizeof(long) * (size_t)batch);
 
     /* He initialisation on rank 0, broadcast to everyone. */
     if (rank == 0) {
@@ -345,7 +463,9 @@ int main(int argc, char **argv)
         printf("train_mlp: %d ranks, MLP %d-%d-%d-%d (%ld parameters, %.1f MiB of gradients), "
                "%ld training samples, %d epochs, batch %d per rank (%ld global), lr %.4g, %s\n",
                nranks, d, h, h, NCLASS, nparam, nparam * 4.0 / 1048576.0, ntrain, epochs, batch, global_batch, lr,
-               per_tensor ? "one allreduce per tensor" : "bucketed allreduce");
+               overlap      ? "MPI_Iallreduce per layer, overlapped with the layers below"
+               : per_tensor ? "one allreduce per tensor"
+                            : "bucketed allreduce");
         fflush(stdout);
     }
 
@@ -361,13 +481,20 @@ int main(int argc, char **argv)
              * order that changes every epoch (an affine permutation of the shard). */
             for (int j = 0; j < batch; j++) {
                 long q = step * batch + j;
-                long idx = (long)(((uint64_t)q * stride + mix64((uint64_t)e + seed)) % (uint64_t)shard) * nranks + rank;
-                int label = sample(&ds, idx, k.x);
-                forward(&s, p, &k);
-                loss_sum += backward(&s, p, g, &k, label);
+                idx[j] = (long)(((uint64_t)q * stride + mix64((uint64_t)e + seed)) % (uint64_t)shard) * nranks + rank;
             }
-            compute_seconds += MPI_Wtime() - t0;
-            sync_gradients(&s, g, bucket, per_tensor);
+            if (overlap) {
+                compute_seconds += MPI_Wtime() - t0;
+                loss_sum += overlapped_step(&s, p, g, &k, &bs, idx, batch, &ds, &compute_seconds);
+            } else {
+                for (int j = 0; j < batch; j++) {
+                    int label = sample(&ds, idx[j], k.x);
+                    forward(&s, p, &k);
+                    loss_sum += backward(&s, p, g, &k, label);
+                }
+                compute_seconds += MPI_Wtime() - t0;
+                sync_gradients(&s, g, bucket, per_tensor);
+            }
             t0 = MPI_Wtime();
             float scale = lr / (float)global_batch;
             for (long i = 0; i < nparam; i++)
@@ -399,8 +526,9 @@ int main(int argc, char **argv)
         double samples = (double)epochs * steps_per_epoch * global_batch;
         printf("throughput: %.0f samples/s (%.0f samples in %.2f s)\n", samples / elapsed, samples, elapsed);
         printf("time split (slowest rank): compute %.2f s, communication %.2f s (%.1f%% of the step time), "
-               "%ld allreduce calls per rank\n",
-               tmax[0], tmax[1], 100.0 * tmax[1] / (tmax[0] + tmax[1]), comm_calls);
+               "%ld allreduce calls per rank%s\n",
+               tmax[0], tmax[1], 100.0 * tmax[1] / (tmax[0] + tmax[1]), comm_calls,
+               overlap ? " (communication: time in MPI_Waitall, i.e. not hidden)" : "");
         printf("accuracy: training %.2f%%, held-out %.2f%% (chance: 12.5%%)\n", train_acc, test_acc);
         printf("weights checksum: %016llx (%s on all %d ranks)\n", (unsigned long long)sum,
                lo == hi ? "identical" : "DIFFERENT", nranks);
@@ -411,6 +539,7 @@ int main(int argc, char **argv)
     }
     free(p);
     free(g);
+    free(idx);
     MPI_Finalize();
     return ok ? 0 : 1;
 }

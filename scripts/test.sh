@@ -43,7 +43,7 @@ cargo build --release
 step "cargo tests (unit, exports, launcher, faults, fuzz corpus replay, tools)"
 cargo test --workspace --release
 
-step "soak: 3 000 random collectives at 4 ranks, every result verified, RSS flat (shm, then TCP)"
+step "soak: 4 000 random collectives at 4 ranks, every result verified, RSS flat (shm, then TCP)"
 NO_BUILD=1 scripts/soak.sh --short
 NO_BUILD=1 scripts/soak.sh --short --tcp
 

@@ -7,7 +7,8 @@
 # Checks (exit 1 on failure): every run exits 0 (each run fails by itself if the weight
 # checksums differ between its ranks), reaches the training accuracy MIN_ACC (default 75 %,
 # chance is 12.5 %), and every N-rank run's training accuracy is within TOL (default 3)
-# percentage points of the 1-rank run's.
+# percentage points of the 1-rank run's; then 2 ranks with --overlap (nonblocking allreduce per
+# layer) must end with exactly the weights of the 2-rank blocking run.
 #
 # Usage: scripts/train-scaling.sh [ARGS for train_mlp...]
 # Env:   RANKS="1 2 4"  MIN_ACC=75  TOL=3  HCOMM=target/release/hcomm  OUT=build/train
@@ -59,6 +60,25 @@ for n in $RANKS; do
         fail=1
     fi
 done
+
+# --overlap (MPI_Iallreduce per layer while the layers below are computed) must train to the
+# very same weights as the bucketed blocking allreduce at 2 ranks.
+if [ -f "$OUT/train.n2.log" ]; then
+    log=$OUT/train.n2.overlap.log
+    if timeout -k 5 600 "$HCOMM" run -n 2 "$OUT/train_mlp" --overlap "$@" >"$log" 2>&1; then
+        a=$(grep -m1 'weights checksum' "$OUT/train.n2.log" | awk '{print $3}')
+        b=$(grep -m1 'weights checksum' "$log" | awk '{print $3}')
+        if [ "$a" = "$b" ]; then
+            echo "overlap: 2 ranks with --overlap end with the same weights ($b); $(grep -m1 'time split' "$log")"
+        else
+            echo "FAIL train-scaling: --overlap ends with weights $b, the blocking run with $a"
+            fail=1
+        fi
+    else
+        echo "FAIL train-scaling: 2 ranks with --overlap failed (see $log)"
+        fail=1
+    fi
+fi
 
 echo
 echo "train_mlp $* — $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"

@@ -9,6 +9,7 @@
 
 mod coll2;
 mod groups;
+mod nb;
 mod p2p;
 mod types;
 

@@ -229,3 +229,34 @@ fn c_benchmark_on_hcomm() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `--overlap-us`: the overlap table has one row per size with the four times and a hidden
+/// share in 0..=100 % (no timing is asserted: on 2 cores nothing may be hidden).
+#[test]
+fn hcomm_bench_overlap_mode() {
+    let out = bench(&[
+        "--overlap-us",
+        "200",
+        "-b",
+        "64K",
+        "-e",
+        "256K",
+        "-f",
+        "4",
+        "-n",
+        "3",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{out:?}");
+    let rows: Vec<&str> = stdout.lines().filter(|l| !l.starts_with('#')).collect();
+    assert_eq!(rows.len(), 2, "{stdout}");
+    for r in rows {
+        let f: Vec<&str> = r.split_whitespace().collect();
+        assert_eq!(f.len(), 6, "{r}");
+        for v in &f[1..5] {
+            assert!(v.parse::<f64>().unwrap() > 0.0, "{r}");
+        }
+        let hidden: f64 = f[5].trim_end_matches('%').parse().unwrap();
+        assert!((0.0..=100.0).contains(&hidden), "{r}");
+    }
+}

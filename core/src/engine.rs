@@ -15,9 +15,12 @@
 //! is correct too (through the unexpected queue). Every frame carries its message's length, and
 //! a receive that expects another length fails at once (mismatched counts) instead of waiting.
 //!
-//! The caller's thread does all of this (progress model "caller"): a blocking collective has
-//! nothing else to do. Buffers are raw pointers validated by the ABI layer; the schedule lives
-//! only for the duration of the call, while the caller's buffers are borrowed.
+//! A blocking collective's own thread drives its schedule ([`Schedule::run`]): it has nothing
+//! else to do. A nonblocking one ([`crate::request`]) is stepped instead — [`Wait::poll`] is
+//! non-blocking and resumable — by the progress thread and by `MPI_Wait`/`MPI_Test`, one at a
+//! time under the request's lock. Buffers are raw pointers validated by the ABI layer; a
+//! schedule owns the scratch buffers its algorithm made ([`Schedule::keep`]), so it can outlive
+//! the call that built it.
 //!
 //! Failures: a wait that has made no progress for a while runs the checks of
 //! [`crate::health`] (dead peers, failure notices, progress warnings, `HCOMM_TIMEOUT`), never
@@ -122,6 +125,10 @@ pub struct Schedule<'a> {
     pass: u32,
     /// This rank's rank in the communicator (names the sides of a mismatch).
     me: usize,
+    /// Scratch buffers the tasks point into: moving a `Vec` keeps its heap block in place.
+    keep: Vec<Vec<u8>>,
+    /// Copies made once every task is complete (`dst`, `src`, bytes).
+    at_end: Vec<(*mut u8, *const u8, usize)>,
 }
 
 /// Handle to a task, for dependencies.
@@ -150,7 +157,20 @@ impl<'a> Schedule<'a> {
             recv_busy: vec![0; n],
             pass: 0,
             me,
+            keep: Vec::new(),
+            at_end: Vec::new(),
         }
+    }
+
+    /// Takes ownership of a scratch buffer the tasks use, for as long as the schedule lives.
+    pub fn keep(&mut self, v: Vec<u8>) {
+        self.keep.push(v);
+    }
+
+    /// A copy made after every task has completed (e.g. a result that overwrites input other
+    /// tasks still read). `dst` and `src` do not overlap, or are equal.
+    pub fn copy_at_end(&mut self, dst: *mut u8, src: *const u8, len: usize) {
+        self.at_end.push((dst, src, len));
     }
 
     fn push(&mut self, task: Task, deps: &[Option<TaskId>]) -> TaskId {
@@ -256,13 +276,26 @@ impl<'a> Schedule<'a> {
     /// a failure notice with the error (unless one already reported this call's failure).
     pub fn run(mut self) -> Result<()> {
         let ep = self.ctx.ep;
-        // A peer already reported this communicator broken: fail before sending anything.
-        if let Some(e) = ep.notices().find(self.ctx.comm_id, self.ctx.seq) {
-            return Err(e);
-        }
+        self.start()?;
         let Err(e) = drive(ep, &mut self) else {
             return Ok(());
         };
+        Err(self.failed(e))
+    }
+
+    /// Before the first step: a peer already reported this communicator broken at or before
+    /// this call, so fail before sending anything.
+    pub fn start(&self) -> Result<()> {
+        match self.ctx.ep.notices().find(self.ctx.comm_id, self.ctx.seq) {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// After a step failed with `e`: the error to report (a peer's own report of this call's
+    /// failure when there is one), the other members told with a failure notice otherwise.
+    pub fn failed(&mut self, e: Error) -> Error {
+        let ep = self.ctx.ep;
         let (id, seq) = (self.ctx.comm_id, self.ctx.seq);
         // A peer that failed first may have said why before its link broke (a closed TCP
         // connection is often a peer that gave up): take in what is there, prefer its word.
@@ -272,10 +305,10 @@ impl<'a> Schedule<'a> {
             }
         }
         if let Some(first) = ep.notices().find(id, seq) {
-            return Err(first);
+            return first;
         }
         ep.send_notice(self.ctx.world, id, seq, &e.msg);
-        Err(e)
+        e
     }
 
     /// One polling step (see [`drive`]).
@@ -296,6 +329,15 @@ impl<'a> Schedule<'a> {
             for (r, &peer) in self.ctx.world.iter().enumerate() {
                 if peer != ep.rank {
                     progressed |= ep.drain_call(peer, key, &self.ctx.sig, (self.me, r))?;
+                }
+            }
+        }
+        if self.remaining == 0 && !self.at_end.is_empty() {
+            for (dst, src, len) in std::mem::take(&mut self.at_end) {
+                if len > 0 && !std::ptr::eq(dst, src) {
+                    // SAFETY: the algorithm registered validated, non-overlapping ranges of
+                    // the caller's buffers or of scratch this schedule keeps.
+                    unsafe { std::ptr::copy_nonoverlapping(src, dst, len) };
                 }
             }
         }
@@ -617,9 +659,10 @@ where
 }
 
 /// The one waiting loop (schedules, point-to-point): polls `w` until it returns
-/// [`Step::Done`]; while nothing moves it polls for the endpoint's spin budget, then sleeps on
-/// the rank's doorbell (100 ms timeout) with the protocol of [`crate::wait`]. A wait that has
-/// made no progress for [`health::CHECK_EVERY`] runs [`check`] between sleeps.
+/// [`Step::Done`]; while nothing moves it polls (spinning, then yielding: see
+/// [`crate::wait::keep_polling`]), then sleeps on the rank's doorbell (100 ms timeout) with
+/// the protocol of [`crate::wait`]. A wait that has made no progress for
+/// [`health::CHECK_EVERY`] runs [`check`] between sleeps.
 pub fn drive<W: Wait + ?Sized>(ep: &Endpoint, w: &mut W) -> Result<()> {
     let bell = ep.bell();
     let spin = ep.spin;
@@ -635,14 +678,16 @@ pub fn drive<W: Wait + ?Sized>(ep: &Endpoint, w: &mut W) -> Result<()> {
             Step::Idle => {}
         }
         let since = *idle_since.get_or_insert_with(Instant::now);
-        if since.elapsed() < spin {
-            std::hint::spin_loop();
+        if crate::wait::keep_polling(since.elapsed(), spin) {
             continue;
         }
         let seen = bell.begin_sleep();
         let res = w.poll(true);
+        // Without a progress thread, outstanding requests move here too (MPI's progress rule).
         if let Ok(Step::Idle) = res {
-            bell.sleep(seen, Duration::from_millis(100));
+            if !crate::progress::step_others() {
+                bell.sleep(seen, Duration::from_millis(100));
+            }
         }
         bell.end_sleep();
         let step = match res? {
@@ -667,7 +712,7 @@ pub fn drive<W: Wait + ?Sized>(ep: &Endpoint, w: &mut W) -> Result<()> {
 /// The slow path of a stalled wait: failure notices, dead peers, progress warnings and
 /// `HCOMM_TIMEOUT` (see [`crate::health`]).
 #[cold]
-fn check<W: Wait + ?Sized>(
+pub(crate) fn check<W: Wait + ?Sized>(
     ep: &Endpoint,
     w: &mut W,
     dog: &mut Watchdog,

@@ -32,16 +32,30 @@
 //! order) and reports [`Received::truncated`]; the ABI layer turns that into
 //! `MPI_ERR_TRUNCATE`.
 //!
+//! Nonblocking (`MPI_Isend`, `MPI_Irecv`): an `Isend` posts its first fragment before it
+//! returns (waiting for room if it must, draining its links meanwhile like a blocking send), so
+//! messages leave in call order; the rest goes out as the request is stepped. An `Irecv` that
+//! finds no message at once is *posted*: receives claim messages in the order they were posted
+//! — every claim, blocking receives' included, first lets the posted receives claim in order
+//! under one lock ([`POSTED`]) — so an `Irecv` is never overtaken by a later receive. A posted
+//! receive that has claimed nothing can be cancelled.
+//!
 //! Waiting uses the engine's spin-then-sleep loop ([`crate::engine::drive`]) on the rank's
 //! doorbell. Nothing here holds a lock across a wait, so threads may send and receive
 //! concurrently (on different communicators or tags, as MPI requires for determinism).
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
 use crate::comm::Comm;
 use crate::datatype::Datatype;
 use crate::endpoint::{Endpoint, P2pKey};
-use crate::engine::{drive, FnWait, Step};
+use crate::engine::{drive, FnWait, Step, Wait};
 use crate::error::{Error, Result};
 use crate::frame::FrameHeader;
+use crate::request::{Completion, Op};
 
 /// Largest fragment a rank queues for itself (the header's `len` is 32 bits).
 const LOCAL_FRAG: usize = 16 << 20;
@@ -402,7 +416,14 @@ impl<'a> RecvOp<'a> {
         }
         let mut moved = false;
         if self.claim.is_none() {
-            self.claim = self.take_first()?;
+            self.claim = if N_POSTED.load(Ordering::SeqCst) > 0 {
+                // Receives posted earlier claim first (MPI's matching order).
+                let mut posted = POSTED.lock();
+                claim_posted(&mut posted);
+                self.take_first_behind(&mut posted)?
+            } else {
+                self.take_first()?
+            };
             if self.claim.is_none() {
                 return Ok(false);
             }
@@ -446,13 +467,18 @@ impl<'a> RecvOp<'a> {
 
     /// Claims the next matching message: stores its first fragment.
     fn take_first(&mut self) -> Result<Option<Claim>> {
-        let ep = &*self.comm.ep;
         let into = self.into;
+        self.take_first_with(&mut |payload| store(&into, 0, payload))
+    }
+
+    /// Claims the next matching message, handing its first fragment to `sink`.
+    fn take_first_with(&mut self, sink: &mut dyn FnMut(&[u8])) -> Result<Option<Claim>> {
+        let ep = &*self.comm.ep;
         let key = self.key;
         let mut got = 0;
         let mut take_from = |w: usize| -> Result<Option<Claim>> {
             let h = ep.p2p_take_first(w, &key, &mut |_, payload| {
-                store(&into, 0, payload);
+                sink(payload);
                 got = payload.len();
                 Ok(())
             })?;
@@ -480,6 +506,290 @@ impl<'a> RecvOp<'a> {
                 Ok(None)
             }
         }
+    }
+
+    /// Whether this receive accepts the message `c` claimed on communicator `comm_id`.
+    fn accepts(&self, comm_id: u64, c: &Claim) -> bool {
+        self.key.comm_id == comm_id
+            && self.key.tag.is_none_or(|t| t as i32 == c.env.tag)
+            && match self.source {
+                Source::Any => true,
+                Source::Rank(r) => self.comm.world[r] == c.peer,
+            }
+    }
+
+    /// Makes `c`, whose first fragment is `first`, this receive's message.
+    fn adopt(&mut self, c: Claim, first: &[u8]) {
+        store(&self.into, 0, first);
+        self.claim = Some(c);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Nonblocking: MPI_Isend, MPI_Irecv
+
+/// Receives started by `MPI_Irecv` that have not claimed a message yet, in start order.
+static POSTED: Mutex<Vec<Arc<Posted>>> = Mutex::new(Vec::new());
+/// `POSTED.len()`, read without the lock on the blocking receive's path.
+static N_POSTED: AtomicUsize = AtomicUsize::new(0);
+
+/// A receive of `MPI_Irecv`, shared between its request and [`POSTED`].
+struct Posted {
+    // Field order matters: the receive borrows from `comm` and drops first.
+    state: Mutex<PostedState>,
+    comm: Arc<Comm>,
+}
+
+struct PostedState {
+    op: RecvOp<'static>,
+    /// A claim that failed (reported by the request's next step).
+    error: Option<Error>,
+}
+
+// SAFETY: `RecvOp` holds the caller's receive buffer (a raw pointer MPI forbids the caller to
+// touch until the request completes) and borrows the communicator `Posted` keeps alive in its
+// `Arc`; all access goes through the mutex.
+unsafe impl Send for PostedState {}
+
+impl PostedState {
+    fn unclaimed(&self) -> bool {
+        self.op.claim.is_none() && self.op.result.is_none() && self.error.is_none()
+    }
+}
+
+/// Lets every posted receive claim the oldest message it accepts, in posting order; the ones
+/// that claimed leave the list. Called with the [`POSTED`] lock held.
+///
+/// A message can arrive between the look of an earlier receive and that of a later one that
+/// both accept it: the earlier one must get it. So a claimed message goes to the earliest
+/// posted receive that accepts it (its first fragment is held in a buffer until then), and
+/// the receive that took it looks again.
+fn claim_posted(posted: &mut Vec<Arc<Posted>>) {
+    let mut k = 0;
+    while k < posted.len() {
+        let p = posted[k].clone();
+        let mut st = p.state.lock();
+        if !st.unclaimed() {
+            posted.remove(k);
+            continue;
+        }
+        let mut first = Vec::new();
+        match st.op.take_first_with(&mut |b| first.extend_from_slice(b)) {
+            Ok(None) => k += 1,
+            Ok(Some(c)) => {
+                let id = st.op.key.comm_id;
+                match earliest_accepting(&posted[..k], id, &c) {
+                    Some(i) => {
+                        posted[i].state.lock().op.adopt(c, &first);
+                        posted.remove(i);
+                        k -= 1;
+                    }
+                    None => {
+                        st.op.adopt(c, &first);
+                        posted.remove(k);
+                    }
+                }
+            }
+            Err(e) => {
+                st.error = Some(e);
+                posted.remove(k);
+            }
+        }
+    }
+    N_POSTED.store(posted.len(), Ordering::SeqCst);
+}
+
+/// The first posted receive of `earlier` that has not claimed and accepts `c`.
+fn earliest_accepting(earlier: &[Arc<Posted>], comm_id: u64, c: &Claim) -> Option<usize> {
+    earlier.iter().position(|q| {
+        let st = q.state.lock();
+        st.unclaimed() && st.op.accepts(comm_id, c)
+    })
+}
+
+impl RecvOp<'_> {
+    /// A blocking receive's claim while receives are posted (their claims came first): a
+    /// message a posted receive accepts goes to it, and this receive looks again.
+    fn take_first_behind(&mut self, posted: &mut Vec<Arc<Posted>>) -> Result<Option<Claim>> {
+        loop {
+            let mut first = Vec::new();
+            let Some(c) = self.take_first_with(&mut |b| first.extend_from_slice(b))? else {
+                return Ok(None);
+            };
+            match earliest_accepting(posted, self.key.comm_id, &c) {
+                Some(i) => {
+                    posted[i].state.lock().op.adopt(c, &first);
+                    posted.remove(i);
+                    N_POSTED.store(posted.len(), Ordering::SeqCst);
+                }
+                None => {
+                    store(&self.into, 0, &first);
+                    return Ok(Some(c));
+                }
+            }
+        }
+    }
+}
+
+/// What an `MPI_Irecv` does once its message is in: unpack a staged buffer (derived datatypes).
+pub type RecvFinish = Box<dyn FnOnce(&Received) + Send>;
+
+/// The operation of an `MPI_Irecv` request.
+pub struct IrecvOp {
+    p: Arc<Posted>,
+    source: Source,
+    finish: Option<RecvFinish>,
+}
+
+/// `MPI_Irecv`: claims a message now if one is there, else posts the receive.
+pub fn irecv(
+    comm: Arc<Comm>,
+    source: Source,
+    tag: Option<u32>,
+    into: &Incoming,
+    finish: Option<RecvFinish>,
+) -> IrecvOp {
+    // SAFETY: the `Comm` lives in the `Arc`'s heap block, which does not move; `Posted`
+    // stores the `Arc` next to the receive, which drops first.
+    let c: &'static Comm = unsafe { &*Arc::as_ptr(&comm) };
+    let op = RecvOp::new(c, source, tag, into);
+    let p = Arc::new(Posted {
+        state: Mutex::new(PostedState { op, error: None }),
+        comm,
+    });
+    {
+        let mut posted = POSTED.lock();
+        posted.push(p.clone());
+        claim_posted(&mut posted);
+    }
+    IrecvOp { p, source, finish }
+}
+
+impl Wait for IrecvOp {
+    fn poll(&mut self, _last: bool) -> Result<Step> {
+        if self.p.state.lock().unclaimed() {
+            claim_posted(&mut POSTED.lock());
+        }
+        let mut st = self.p.state.lock();
+        if let Some(e) = st.error.take() {
+            return Err(e);
+        }
+        if st.op.claim.is_none() {
+            return Ok(Step::Idle);
+        }
+        let moved = st.op.advance()?;
+        Ok(step_of(st.op.result.is_some(), moved))
+    }
+    fn describe(&self) -> String {
+        let s = match self.source {
+            Source::Rank(r) => format!("receiving from rank {r}"),
+            Source::Any => "receiving from any rank".into(),
+        };
+        format!(
+            "MPI_Irecv on {}, {s}",
+            crate::health::comm_label(self.p.comm.id)
+        )
+    }
+    fn blocked_on(&self, out: &mut Vec<usize>) {
+        match self.source {
+            Source::Rank(r) => out.push(self.p.comm.world[r]),
+            Source::Any => out.extend(self.p.comm.world.iter().copied()),
+        }
+    }
+}
+
+impl Op for IrecvOp {
+    fn complete(&mut self) -> Result<Completion> {
+        let r = self.p.state.lock().op.result.expect("finished");
+        if let Some(f) = self.finish.take() {
+            f(&r);
+        }
+        Ok(Completion {
+            source: r.env.source,
+            tag: r.env.tag,
+            bytes: r.bytes,
+            cancelled: false,
+            truncated: r.truncated,
+        })
+    }
+
+    fn cancel(&mut self) -> Option<Completion> {
+        let mut posted = POSTED.lock();
+        let at = posted.iter().position(|q| Arc::ptr_eq(q, &self.p))?;
+        if !self.p.state.lock().unclaimed() {
+            return None;
+        }
+        posted.remove(at);
+        N_POSTED.store(posted.len(), Ordering::SeqCst);
+        Some(Completion {
+            cancelled: true,
+            ..Completion::empty()
+        })
+    }
+}
+
+/// The operation of an `MPI_Isend` request.
+pub struct IsendOp {
+    // Field order matters: the send borrows from `comm` and drops first.
+    op: SendOp<'static>,
+    /// What the send reads from (a staged buffer), kept until completion.
+    _keep: Option<Box<dyn Send>>,
+    dest: usize,
+    comm: Arc<Comm>,
+}
+
+// SAFETY: `SendOp` holds the caller's send buffer (MPI forbids the caller to modify it until
+// the request completes) and borrows the communicator kept alive in `comm`; the request's lock
+// makes sure one thread at a time steps it.
+unsafe impl Send for IsendOp {}
+
+/// `MPI_Isend` to comm rank `dest`: returns once the first fragment is posted (so messages
+/// leave in call order); the rest is posted as the request is stepped.
+pub fn isend(
+    comm: Arc<Comm>,
+    dest: usize,
+    tag: u32,
+    msg: &Outgoing,
+    keep: Option<Box<dyn Send>>,
+) -> Result<IsendOp> {
+    // SAFETY: as in `irecv`: the `Arc` is stored next to the operation, which drops first.
+    let c: &'static Comm = unsafe { &*Arc::as_ptr(&comm) };
+    let mut op = SendOp::new(c, dest, tag, msg)?;
+    drive(
+        &c.ep,
+        &mut wait_for(c, "MPI_Isend", Some(dest), None, |idle| {
+            let moved = op.advance(idle)?;
+            Ok(step_of(op.started, moved))
+        }),
+    )?;
+    Ok(IsendOp {
+        op,
+        _keep: keep,
+        dest,
+        comm,
+    })
+}
+
+impl Wait for IsendOp {
+    fn poll(&mut self, last: bool) -> Result<Step> {
+        let moved = self.op.advance(last)?;
+        Ok(step_of(self.op.finished(), moved))
+    }
+    fn describe(&self) -> String {
+        format!(
+            "MPI_Isend on {}, sending to rank {}",
+            crate::health::comm_label(self.comm.id),
+            self.dest
+        )
+    }
+    fn blocked_on(&self, out: &mut Vec<usize>) {
+        out.push(self.comm.world[self.dest]);
+    }
+}
+
+impl Op for IsendOp {
+    fn complete(&mut self) -> Result<Completion> {
+        Ok(Completion::empty())
     }
 }
 

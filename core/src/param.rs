@@ -52,6 +52,21 @@ pub const ALL: &[Param] = &[
         help: "Microseconds a waiting rank polls before it sleeps on a futex; auto: 20, and 0 when ranks outnumber cores.",
     },
     Param {
+        name: "HCOMM_YIELD",
+        default: "100",
+        help: "Microseconds a waiting rank keeps polling after HCOMM_SPIN, giving its core away (sched_yield) between polls, before it sleeps on a futex.",
+    },
+    Param {
+        name: "HCOMM_BIND",
+        default: "auto",
+        help: "Binding of each rank's main thread to a CPU at MPI_Init: auto (to its own CPU when every rank on the host can have one and nothing bound the process before), core (whenever every rank can have one), none. Under the preload, auto does not bind (the host MPI's launcher places ranks).",
+    },
+    Param {
+        name: "HCOMM_PROGRESS",
+        default: "thread",
+        help: "Who advances nonblocking operations: thread (a per-process progress thread, started by the first nonblocking call, asleep on the doorbell when nothing can move) or caller (only inside MPI calls: MPI_Wait/MPI_Test and the like).",
+    },
+    Param {
         name: "HCOMM_TRANSPORT",
         default: "auto",
         help: "Transport between ranks: auto (shared memory on one host, TCP between hosts), tcp (TCP for every peer), shm (shared memory only; a peer on another host is an error).",
@@ -172,6 +187,8 @@ bytes_param!(small_bytes, "HCOMM_SMALL_BYTES", Some(16 << 10));
 bytes_param!(shm_slots, "HCOMM_SHM_SLOTS", Some(8));
 bytes_param!(shm_slot_bytes, "HCOMM_SHM_SLOT_BYTES", Some(128 << 10));
 bytes_param!(spin, "HCOMM_SPIN", None);
+bytes_param!(yield_us, "HCOMM_YIELD", None);
+string_param!(bind, "HCOMM_BIND");
 bytes_param!(bootstrap_timeout_secs, "HCOMM_BOOTSTRAP_TIMEOUT", Some(60));
 
 /// Parses seconds (fractions allowed); `None` when not a finite non-negative number.
@@ -242,6 +259,23 @@ macro_rules! flag_param {
 flag_param!(disable, "HCOMM_DISABLE");
 flag_param!(stats, "HCOMM_STATS");
 flag_param!(listen_any, "HCOMM_LISTEN_ANY");
+
+/// `HCOMM_PROGRESS`: `true` for a progress thread (the default), `false` for `caller`.
+/// An unknown value keeps the default, with a warning.
+pub fn progress_thread() -> bool {
+    static V: OnceLock<bool> = OnceLock::new();
+    *V.get_or_init(|| match logged("HCOMM_PROGRESS", raw("HCOMM_PROGRESS")) {
+        None => true,
+        Some(v) => match v.trim().to_ascii_lowercase().as_str() {
+            "thread" => true,
+            "caller" => false,
+            other => {
+                crate::warn!("HCOMM_PROGRESS={other} is not thread or caller; using thread");
+                true
+            }
+        },
+    })
+}
 
 /// `HCOMM_ALGO`, logged when set.
 pub fn algo() -> Option<String> {

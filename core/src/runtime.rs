@@ -111,6 +111,7 @@ pub fn init_over(
     let res = (|| {
         crate::log::set_rank(rank);
         let host = host_identity();
+        crate::wait::UNDER_HOST_MPI.store(true, Ordering::Relaxed);
         let ep = if size <= 1 {
             Endpoint::singleton()
         } else {
@@ -425,6 +426,8 @@ fn connect_world(
     let local = peers.iter().filter(|p| p.host == host).count();
     let threads = if tcp_peers.is_empty() { 1 } else { 2 };
     let spin = crate::wait::spin_limit(local * threads);
+    let local_index = peers[..me].iter().filter(|p| p.host == host).count();
+    crate::wait::bind_rank(local_index, local, threads);
     let mut ep = Endpoint::new(me, links, bell, spin);
     // Liveness: peers on this host are watched through their pids (see crate::health).
     ep.set_peers(

@@ -32,6 +32,7 @@
 //! Output is the table of [`report`] (or the `--json` document) on rank 0; header lines start
 //! with `#`.
 
+mod overlap;
 mod pattern;
 mod report;
 
@@ -178,6 +179,11 @@ pub struct BenchArgs {
     /// Print one JSON document instead of the table
     #[arg(long)]
     json: bool,
+    /// Instead of the sweep: overlap MPI_Iallreduce (float sum) with this many microseconds
+    /// of computation per iteration and report how much communication was hidden (-b/-e/-f
+    /// sizes; -n iterations, default 50)
+    #[arg(long = "overlap-us")]
+    overlap_us: Option<u64>,
 }
 
 /// Parses `8`, `64K`, `16M`, `1G` (binary multiples, as nccl-tests does).
@@ -521,6 +527,13 @@ pub fn bench(args: BenchArgs) -> i32 {
             eprintln!("hcomm bench: root {} is not a rank of {n}", args.root);
         }
         2
+    } else if let Some(us) = args.overlap_us {
+        overlap::run(
+            &sizes(args.min_bytes, args.max_bytes, args.step_factor),
+            us,
+            args.iters.unwrap_or(50),
+            rank == 0,
+        )
     } else {
         sweep(&args, &colls, dt, op, rank, n)
     };

@@ -57,6 +57,30 @@ fn allgather_as(
     sig: Signature,
     kind: Kind,
 ) -> Result<()> {
+    build_allgather_as(comm, send, recv, count, dt, sig, kind)?.run()
+}
+
+/// The schedule of [`allgather`], built (call number taken) but not run.
+pub fn build_allgather<'c>(
+    comm: &'c Comm,
+    send: *const u8,
+    recv: *mut u8,
+    count: usize,
+    dt: &Datatype,
+    sig: Signature,
+) -> Result<Schedule<'c>> {
+    build_allgather_as(comm, send, recv, count, dt, sig, Kind::Allgather)
+}
+
+fn build_allgather_as<'c>(
+    comm: &'c Comm,
+    send: *const u8,
+    recv: *mut u8,
+    count: usize,
+    dt: &Datatype,
+    sig: Signature,
+    kind: Kind,
+) -> Result<Schedule<'c>> {
     let (n, r) = (comm.size(), comm.rank);
     let blk = count * dt.extent;
     let seq = comm.next_seq();
@@ -64,7 +88,7 @@ fn allgather_as(
     if n == 1 {
         comm.note_algo(kind, Algo::Local, blk);
         copy_if_needed(send, own, blk);
-        return Ok(());
+        return Ok(Schedule::new(comm.ctx(sig, seq, dt.extent)));
     }
     let algo = choose(
         "allgather",
@@ -105,5 +129,5 @@ fn allgather_as(
             }
         }
     }
-    s.run()
+    Ok(s)
 }

@@ -29,6 +29,16 @@ pub fn allgatherv(
     recv: &[(*mut u8, usize)],
     sig: Signature,
 ) -> Result<()> {
+    build_allgatherv(comm, send, recv, sig)?.run()
+}
+
+/// The schedule of [`allgatherv`], built (call number taken) but not run.
+pub fn build_allgatherv<'c>(
+    comm: &'c Comm,
+    send: *const u8,
+    recv: &[(*mut u8, usize)],
+    sig: Signature,
+) -> Result<Schedule<'c>> {
     let (n, r) = (comm.size(), comm.rank);
     assert_eq!(recv.len(), n, "one receive span per rank");
     let seq = comm.next_seq();
@@ -37,7 +47,7 @@ pub fn allgatherv(
     copy_if_needed(send, own, own_len);
     if n == 1 {
         comm.note_algo(sig.kind, Algo::Local, total);
-        return Ok(());
+        return Ok(Schedule::new(comm.ctx(sig, seq, 1)));
     }
     let algo = choose(
         "allgatherv",
@@ -70,7 +80,7 @@ pub fn allgatherv(
             }
         }
     }
-    s.run()
+    Ok(s)
 }
 
 /// The spans as `(offset, bytes)` from the lowest non-empty span, which is returned as the

@@ -7,6 +7,7 @@
 //! rank folds the n inputs in rank order 0, 1, …, n−1. One step of latency; identical order,
 //! hence identical bits, everywhere.
 
+use super::direct;
 use super::ring::Ring;
 use super::select::{choose, Algo};
 use super::{chunk_elems, even_blocks, scratch, tag, Reduction};
@@ -26,15 +27,19 @@ pub fn allreduce(
     red: Reduction,
     sig: Signature,
 ) -> Result<()> {
-    let (n, r) = (comm.size(), comm.rank);
     let nbytes = count * dt.extent;
-    let seq = comm.next_seq();
-    if n == 1 {
-        comm.note_algo(Kind::Allreduce, Algo::Local, nbytes);
-        copy_if_needed(send, recv, nbytes);
-        return Ok(());
+    if comm.size() > 1 && choose_algo(red, nbytes) == Algo::OneShot && direct::fits(comm, nbytes) {
+        // Latency-bound: the allocation-free one-shot (same frames, same fold order).
+        let seq = comm.next_seq();
+        comm.note_algo(Kind::Allreduce, Algo::OneShot, nbytes);
+        return direct::oneshot(comm, seq, send, recv, count, dt.extent, red, None, sig);
     }
-    let algo = if red.commutative() {
+    build_allreduce(comm, send, recv, count, dt, red, sig)?.run()
+}
+
+/// The algorithm for `nbytes` with `red` on more than one rank.
+fn choose_algo(red: Reduction, nbytes: usize) -> Algo {
+    if red.commutative() {
         choose(
             "allreduce",
             nbytes,
@@ -45,11 +50,31 @@ pub fn allreduce(
     } else {
         // Only the one-shot fold combines operands in rank order.
         Algo::OneShot
-    };
+    }
+}
+
+/// The schedule of [`allreduce`], built (call number taken) but not run.
+pub fn build_allreduce<'c>(
+    comm: &'c Comm,
+    send: *const u8,
+    recv: *mut u8,
+    count: usize,
+    dt: &Datatype,
+    red: Reduction,
+    sig: Signature,
+) -> Result<Schedule<'c>> {
+    let (n, r) = (comm.size(), comm.rank);
+    let nbytes = count * dt.extent;
+    let seq = comm.next_seq();
+    if n == 1 {
+        comm.note_algo(Kind::Allreduce, Algo::Local, nbytes);
+        copy_if_needed(send, recv, nbytes);
+        return Ok(Schedule::new(comm.ctx(sig, seq, dt.extent)));
+    }
+    let algo = choose_algo(red, nbytes);
     comm.note_algo(Kind::Allreduce, algo, nbytes);
     let mut s = Schedule::new(comm.ctx(sig, seq, dt.extent));
     let in_place = std::ptr::eq(send, recv);
-    let _keep;
     match algo {
         Algo::Ring => {
             let blocks = even_blocks(count, n);
@@ -69,7 +94,7 @@ pub fn allreduce(
                 let mut v = scratch(nbytes);
                 copy_if_needed(send, v.as_mut_ptr(), nbytes);
                 let p = v.as_ptr();
-                _keep = v;
+                s.keep(v);
                 p
             } else {
                 send
@@ -77,7 +102,7 @@ pub fn allreduce(
             oneshot_fold(&mut s, comm, mine, recv, count, dt, red, None);
         }
     }
-    s.run()
+    Ok(s)
 }
 
 /// Sends `mine` to every rank that folds (all, or only `root`), and — on a folding rank — folds

@@ -30,6 +30,16 @@ pub fn alltoallv(
     recv: &[(*mut u8, usize)],
     sig: Signature,
 ) -> Result<()> {
+    build_alltoallv(comm, send, recv, sig)?.run()
+}
+
+/// The schedule of [`alltoallv`], built (call number taken) but not run.
+pub fn build_alltoallv<'c>(
+    comm: &'c Comm,
+    send: &[(*const u8, usize)],
+    recv: &[(*mut u8, usize)],
+    sig: Signature,
+) -> Result<Schedule<'c>> {
     let (n, r) = (comm.size(), comm.rank);
     assert!(send.len() == n && recv.len() == n, "one span per rank");
     let seq = comm.next_seq();
@@ -45,7 +55,7 @@ pub fn alltoallv(
         .all(|(s, d)| std::ptr::eq(s.0, d.0) && s.1 == d.1);
     copy_if_needed(send[r].0, recv[r].0, recv[r].1);
     if n == 1 {
-        return Ok(());
+        return Ok(Schedule::new(comm.ctx(sig, seq, 1)));
     }
     let mut keep = Vec::new();
     let send: Vec<(*const u8, usize)> = if in_place {
@@ -69,7 +79,6 @@ pub fn alltoallv(
         s.send(to, tag(0, 0), send[to].0, send[to].1, &[]);
         s.recv(from, tag(0, 0), recv[from].0, recv[from].1, Fold::Copy, &[]);
     }
-    let res = s.run();
-    drop(keep);
-    res
+    s.keep(keep);
+    Ok(s)
 }

@@ -12,12 +12,13 @@ use crate::error::Result;
 use crate::frame::{Kind, Signature};
 
 pub fn barrier(comm: &Comm) -> Result<()> {
+    build_barrier(comm)?.run()
+}
+
+/// The schedule of [`barrier`], built (call number taken) but not run.
+pub fn build_barrier(comm: &Comm) -> Result<Schedule<'_>> {
     let (n, r) = (comm.size(), comm.rank);
     let seq = comm.next_seq();
-    if n == 1 {
-        return Ok(());
-    }
-    comm.note_algo(Kind::Barrier, Algo::Dissemination, 0);
     let sig = Signature {
         kind: Kind::Barrier,
         count: 0,
@@ -26,6 +27,10 @@ pub fn barrier(comm: &Comm) -> Result<()> {
         root: -1,
     };
     let mut s = Schedule::new(comm.ctx(sig, seq, 1));
+    if n == 1 {
+        return Ok(s);
+    }
+    comm.note_algo(Kind::Barrier, Algo::Dissemination, 0);
     let mut prev = None;
     let (mut dist, mut round) = (1, 0);
     while dist < n {
@@ -41,5 +46,5 @@ pub fn barrier(comm: &Comm) -> Result<()> {
         dist <<= 1;
         round += 1;
     }
-    s.run()
+    Ok(s)
 }

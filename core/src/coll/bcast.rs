@@ -24,12 +24,24 @@ pub fn bcast(
     root: usize,
     sig: Signature,
 ) -> Result<()> {
+    build_bcast(comm, buf, count, dt, root, sig)?.run()
+}
+
+/// The schedule of [`bcast`], built (call number taken) but not run.
+pub fn build_bcast<'c>(
+    comm: &'c Comm,
+    buf: *mut u8,
+    count: usize,
+    dt: &Datatype,
+    root: usize,
+    sig: Signature,
+) -> Result<Schedule<'c>> {
     let (n, r) = (comm.size(), comm.rank);
     let nbytes = count * dt.extent;
     let seq = comm.next_seq();
     if n == 1 {
         comm.note_algo(Kind::Bcast, Algo::Local, nbytes);
-        return Ok(());
+        return Ok(Schedule::new(comm.ctx(sig, seq, dt.extent)));
     }
     let algo = choose(
         "bcast",
@@ -81,5 +93,5 @@ pub fn bcast(
             s.send(k, tag(0, c), p, len, &[got]);
         }
     }
-    s.run()
+    Ok(s)
 }

@@ -1,5 +1,7 @@
 //! Collective algorithms. Each builds a [`Schedule`] of sends, receives and local steps and runs
-//! it; none touches a transport. Datatype and op are run-time values (type-erased reductions),
+//! it; none touches a transport. The collectives that have a nonblocking form also expose the
+//! build step alone (`build_x`): the call number is taken and local copies made at once, and
+//! the returned schedule owns its scratch, so a request can run it later ([`crate::request`]). Datatype and op are run-time values (type-erased reductions),
 //! as in Gloo.
 //!
 //! Conventions for every entry point: counts are in elements; buffers are byte pointers the ABI
@@ -14,6 +16,7 @@ mod allreduce;
 mod alltoall;
 mod barrier;
 mod bcast;
+mod direct;
 mod gather;
 mod reduce;
 mod reduce_scatter;
@@ -22,15 +25,15 @@ mod scan;
 mod scatter;
 mod select;
 
-pub use allgather::{allgather, allgather_internal};
-pub use allgatherv::allgatherv;
-pub use allreduce::allreduce;
-pub use alltoall::alltoallv;
-pub use barrier::barrier;
-pub use bcast::bcast;
+pub use allgather::{allgather, allgather_internal, build_allgather};
+pub use allgatherv::{allgatherv, build_allgatherv};
+pub use allreduce::{allreduce, build_allreduce};
+pub use alltoall::{alltoallv, build_alltoallv};
+pub use barrier::{barrier, build_barrier};
+pub use bcast::{bcast, build_bcast};
 pub use gather::gatherv;
-pub use reduce::reduce;
-pub use reduce_scatter::reduce_scatter;
+pub use reduce::{build_reduce, reduce};
+pub use reduce_scatter::{build_reduce_scatter, reduce_scatter};
 pub use scan::scan;
 pub use scatter::scatterv;
 pub use select::{chunk_elems, Algo};

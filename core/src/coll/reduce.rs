@@ -29,13 +29,28 @@ pub fn reduce(
     root: usize,
     sig: Signature,
 ) -> Result<()> {
+    build_reduce(comm, send, recv, count, dt, red, root, sig)?.run()
+}
+
+/// The schedule of [`reduce`], built (call number taken) but not run.
+#[allow(clippy::too_many_arguments)]
+pub fn build_reduce<'c>(
+    comm: &'c Comm,
+    send: *const u8,
+    recv: *mut u8,
+    count: usize,
+    dt: &Datatype,
+    red: Reduction,
+    root: usize,
+    sig: Signature,
+) -> Result<Schedule<'c>> {
     let (n, r) = (comm.size(), comm.rank);
     let nbytes = count * dt.extent;
     let seq = comm.next_seq();
     if n == 1 {
         comm.note_algo(Kind::Reduce, Algo::Local, nbytes);
         copy_if_needed(send, recv, nbytes);
-        return Ok(());
+        return Ok(Schedule::new(comm.ctx(sig, seq, dt.extent)));
     }
     let algo = if red.commutative() {
         choose(
@@ -128,7 +143,6 @@ pub fn reduce(
             }
         }
     }
-    let res = s.run();
-    drop(keep);
-    res
+    s.keep(keep);
+    Ok(s)
 }

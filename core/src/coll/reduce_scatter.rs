@@ -27,6 +27,19 @@ pub fn reduce_scatter(
     red: Reduction,
     sig: Signature,
 ) -> Result<()> {
+    build_reduce_scatter(comm, send, recv, counts, dt, red, sig)?.run()
+}
+
+/// The schedule of [`reduce_scatter`], built (call number taken) but not run.
+pub fn build_reduce_scatter<'c>(
+    comm: &'c Comm,
+    send: *const u8,
+    recv: *mut u8,
+    counts: &[usize],
+    dt: &Datatype,
+    red: Reduction,
+    sig: Signature,
+) -> Result<Schedule<'c>> {
     let (n, r) = (comm.size(), comm.rank);
     let blocks = blocks_from_counts(counts);
     let total: usize = counts.iter().sum();
@@ -36,7 +49,7 @@ pub fn reduce_scatter(
     if n == 1 {
         comm.note_algo(sig.kind, Algo::Local, total * ext);
         copy_if_needed(send, recv, my_cnt * ext);
-        return Ok(());
+        return Ok(Schedule::new(comm.ctx(sig, seq, ext)));
     }
     let algo = if red.commutative() {
         choose(
@@ -65,14 +78,11 @@ pub fn reduce_scatter(
                 n,
             };
             ring.reduce_scatter(&mut s, red, send, work.as_mut_ptr(), n - 1, 0);
-            s.run()?;
-            // SAFETY: work holds `total` elements; block r lies inside it.
-            copy_if_needed(
-                unsafe { work.as_ptr().add(my_off * ext) },
-                recv,
-                my_cnt * ext,
-            );
-            Ok(())
+            // Last: in place, the output overlaps input blocks other steps still read.
+            let mine = work.as_ptr().wrapping_add(my_off * ext);
+            s.copy_at_end(recv, mine, my_cnt * ext);
+            s.keep(work);
+            Ok(s)
         }
         _ => {
             work = scratch(my_cnt * ext);
@@ -95,9 +105,9 @@ pub fn reduce_scatter(
                 };
                 prev = Some(t);
             }
-            s.run()?;
-            copy_if_needed(work.as_ptr(), recv, my_cnt * ext);
-            Ok(())
+            s.copy_at_end(recv, work.as_ptr(), my_cnt * ext);
+            s.keep(work);
+            Ok(s)
         }
     }
 }

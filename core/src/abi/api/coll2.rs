@@ -32,7 +32,7 @@ use crate::frame::Kind;
 use crate::runtime;
 
 /// `MPI_BYTE`: the unit of data-movement signatures (see the module comment).
-const BYTE: c_int = 0x4c00_010d;
+pub(crate) const BYTE: c_int = 0x4c00_010d;
 
 /// An array of counts or displacements: `int[]` in the classic functions, `MPI_Count[]` /
 /// `MPI_Aint[]` (both 64-bit) in the `_c` variants.
@@ -47,7 +47,7 @@ impl Ints {
     ///
     /// # Safety
     /// A non-NULL array holds at least `n` elements (MPI: one per rank).
-    unsafe fn read(self, n: usize, what: &str) -> Result<Vec<i64>> {
+    pub(crate) unsafe fn read(self, n: usize, what: &str) -> Result<Vec<i64>> {
         let null = || Error::new(Class::Arg, format!("{what} is NULL"));
         // SAFETY: non-NULL, and MPI requires the caller to provide one element per rank.
         Ok(match self {
@@ -60,7 +60,7 @@ impl Ints {
     }
 
     /// The first `n` elements as counts (negative: `MPI_ERR_COUNT`).
-    unsafe fn counts(self, n: usize, what: &str) -> Result<Vec<usize>> {
+    pub(crate) unsafe fn counts(self, n: usize, what: &str) -> Result<Vec<usize>> {
         // SAFETY: forwarded contract.
         let v = unsafe { self.read(n, what) }?;
         v.iter()
@@ -71,20 +71,20 @@ impl Ints {
 }
 
 /// One side (send or receive) of a data-movement collective: its datatype and how it moves.
-struct Side {
-    t: TypeArg,
-    v: View,
+pub(crate) struct Side {
+    pub(crate) t: TypeArg,
+    pub(crate) v: View,
 }
 
 impl Side {
-    fn new(dt: c_int, what: &str) -> Result<Side> {
+    pub(crate) fn new(dt: c_int, what: &str) -> Result<Side> {
         let t = type_arg(dt, what)?;
         let v = t.moving();
         Ok(Side { t, v })
     }
 
     /// What `count` items carry.
-    fn typed(&self, count: usize, cname: &str) -> Result<Typed> {
+    pub(crate) fn typed(&self, count: usize, cname: &str) -> Result<Typed> {
         Ok(Typed {
             bytes: self.v.bytes(count, cname)?,
             sig: count * self.t.size(),
@@ -94,30 +94,30 @@ impl Side {
 
 /// What a block carries.
 #[derive(Clone, Copy)]
-struct Typed {
+pub(crate) struct Typed {
     /// Bytes the algorithms move: the packed items (count × extent for predefined and
     /// contiguous types).
-    bytes: usize,
+    pub(crate) bytes: usize,
     /// Length of the type signature: count × size (what must match between sender and
     /// receiver; differs from `bytes` for types with padding, such as `MPI_DOUBLE_INT`).
-    sig: usize,
+    pub(crate) sig: usize,
 }
 
 /// The per-rank blocks of a buffer, validated.
-struct Laid {
+pub(crate) struct Laid {
     /// `(byte offset from the buffer, count)` per rank.
-    items: Vec<(isize, usize)>,
-    typed: Vec<Typed>,
+    pub(crate) items: Vec<(isize, usize)>,
+    pub(crate) typed: Vec<Typed>,
 }
 
 impl Laid {
-    fn bytes(&self) -> usize {
+    pub(crate) fn bytes(&self) -> usize {
         self.typed.iter().map(|t| t.bytes).sum()
     }
 }
 
 /// Blocks of `counts[i]` items at `displs[i]` extents from `buf`, of datatype `side`.
-fn laid_out(
+pub(crate) fn laid_out(
     buf: *const c_void,
     side: &Side,
     counts: &[usize],
@@ -147,7 +147,7 @@ fn laid_out(
 }
 
 /// `n` blocks of `count` items back to back from `buf` (Gather, Scatter, Alltoall).
-fn regular(
+pub(crate) fn regular(
     buf: *const c_void,
     side: &Side,
     count: usize,
@@ -178,7 +178,7 @@ fn regular(
 }
 
 /// Sender's and receiver's sides of one block must carry the same data.
-fn matching(send: &Typed, recv: &Typed, recv_name: &str) -> Result<()> {
+pub(crate) fn matching(send: &Typed, recv: &Typed, recv_name: &str) -> Result<()> {
     if send.sig != recv.sig || send.bytes != recv.bytes {
         return Err(Error::new(
             Class::Truncate,
@@ -193,10 +193,10 @@ fn matching(send: &Typed, recv: &Typed, recv_name: &str) -> Result<()> {
 
 /// A validated buffer of `count` items of one datatype: a rank's send buffer, or the receive
 /// buffer of Scatter(v).
-struct One {
-    side: Side,
-    count: usize,
-    t: Typed,
+pub(crate) struct One {
+    pub(crate) side: Side,
+    pub(crate) count: usize,
+    pub(crate) t: Typed,
 }
 
 fn one(buf: *const c_void, count: Count, dt: c_int, names: [&str; 3]) -> Result<One> {
@@ -213,7 +213,7 @@ const RECV: [&str; 3] = ["recvbuf", "recvcount", "recvtype"];
 
 /// The own contribution of a rank whose block `own` of `recv` also receives it (Gather(v) at
 /// the root, Allgatherv): `None` for `MPI_IN_PLACE` (it is already there).
-fn own_send(
+pub(crate) fn own_send(
     send: *const c_void,
     scount: Count,
     sdt: c_int,
@@ -257,7 +257,7 @@ fn own_recv(
     Ok(Some(r))
 }
 
-fn read_only(s: &[(*mut u8, usize)]) -> Vec<(*const u8, usize)> {
+pub(crate) fn read_only(s: &[(*mut u8, usize)]) -> Vec<(*const u8, usize)> {
     s.iter().map(|&(p, len)| (p as *const u8, len)).collect()
 }
 

@@ -22,6 +22,7 @@ mod coll2;
 mod comm;
 mod env;
 mod groups;
+mod nb;
 mod p2p;
 mod typearg;
 mod types;
@@ -33,6 +34,8 @@ pub use comm::*;
 pub use env::*;
 #[allow(unused_imports)]
 pub use groups::*;
+#[allow(unused_imports)]
+pub use nb::*;
 #[allow(unused_imports)]
 pub use p2p::*;
 pub(crate) use typearg::*;

@@ -33,8 +33,8 @@ pub struct Status {
 const _: () = assert!(std::mem::size_of::<Status>() == 20);
 
 /// `MPI_STATUS_IGNORE` (= `MPI_STATUSES_IGNORE`) in the MPICH ABI.
-const STATUS_IGNORE: usize = 1;
-const ANY_TAG: c_int = -1;
+pub(crate) const STATUS_IGNORE: usize = 1;
+pub(crate) const ANY_TAG: c_int = -1;
 
 impl Status {
     /// The count in bytes.
@@ -42,7 +42,7 @@ impl Status {
         (self.count_lo as u32 as u64) | ((self.count_hi_and_cancelled as u32 as u64 >> 1) << 32)
     }
 
-    fn set_bytes(&mut self, bytes: u64) {
+    pub(crate) fn set_bytes(&mut self, bytes: u64) {
         self.count_lo = bytes as u32 as c_int;
         self.count_hi_and_cancelled = ((bytes >> 32) << 1) as u32 as c_int;
     }
@@ -66,7 +66,7 @@ fn tag_out_of_range(what: &str, tag: c_int) -> Error {
     )
 }
 
-fn send_tag_arg(tag: c_int, what: &str) -> Result<u32> {
+pub(crate) fn send_tag_arg(tag: c_int, what: &str) -> Result<u32> {
     if (0..=h::MAX_TAG).contains(&tag) {
         Ok(tag as u32)
     } else {
@@ -75,7 +75,7 @@ fn send_tag_arg(tag: c_int, what: &str) -> Result<u32> {
 }
 
 /// `None`: `MPI_ANY_TAG`.
-fn recv_tag_arg(tag: c_int, what: &str) -> Result<Option<u32>> {
+pub(crate) fn recv_tag_arg(tag: c_int, what: &str) -> Result<Option<u32>> {
     if tag == ANY_TAG {
         Ok(None)
     } else if (0..=h::MAX_TAG).contains(&tag) {
@@ -96,7 +96,7 @@ fn rank_error(what: &str, r: c_int, c: &Comm, extra: &str) -> Error {
 }
 
 /// `None`: `MPI_PROC_NULL`.
-fn dest_arg(dest: c_int, c: &Comm, what: &str) -> Result<Option<usize>> {
+pub(crate) fn dest_arg(dest: c_int, c: &Comm, what: &str) -> Result<Option<usize>> {
     match dest {
         h::PROC_NULL => Ok(None),
         d if d >= 0 && (d as usize) < c.size() => Ok(Some(d as usize)),
@@ -105,7 +105,7 @@ fn dest_arg(dest: c_int, c: &Comm, what: &str) -> Result<Option<usize>> {
 }
 
 /// `None`: `MPI_PROC_NULL`.
-fn source_arg(source: c_int, c: &Comm, what: &str) -> Result<Option<Source>> {
+pub(crate) fn source_arg(source: c_int, c: &Comm, what: &str) -> Result<Option<Source>> {
     match source {
         h::PROC_NULL => Ok(None),
         h::ANY_SOURCE => Ok(Some(Source::Any)),
@@ -115,7 +115,7 @@ fn source_arg(source: c_int, c: &Comm, what: &str) -> Result<Option<Source>> {
 }
 
 /// An output status: `None` for `MPI_STATUS_IGNORE`; NULL is an error.
-fn status_arg(p: *mut Status) -> Result<Option<*mut Status>> {
+pub(crate) fn status_arg(p: *mut Status) -> Result<Option<*mut Status>> {
     if p.is_null() {
         return Err(Error::new(
             Class::Arg,
@@ -127,7 +127,7 @@ fn status_arg(p: *mut Status) -> Result<Option<*mut Status>> {
 
 /// A send buffer: checked, and described for the core. A derived datatype's items are packed
 /// into the returned staging buffer (see `typearg.rs`), which must outlive the send.
-fn outgoing(
+pub(crate) fn outgoing(
     buf: *const c_void,
     count: Count,
     dt: c_int,
@@ -153,7 +153,7 @@ fn outgoing(
 
 /// A receive buffer: checked, and described for the core. A derived datatype's items are
 /// received into the returned staging buffer and unpacked by [`unstage`].
-fn incoming(
+pub(crate) fn incoming(
     buf: *mut c_void,
     count: Count,
     dt: c_int,
@@ -174,7 +174,7 @@ fn incoming(
 }
 
 /// Unpacks what a receive stored (nothing to do for contiguous types).
-fn unstage(st: Staged, r: &Received, cap: usize) {
+pub(crate) fn unstage(st: Staged, r: &Received, cap: usize) {
     let stored = if r.truncated {
         cap
     } else {
@@ -193,7 +193,7 @@ fn overlaps(a: *const c_void, alen: usize, b: *const c_void, blen: usize) -> boo
 // Status writing
 
 /// Fills a status (unless ignored): count, `MPI_SOURCE`, `MPI_TAG`; never `MPI_ERROR`.
-fn set_status(st: Option<*mut Status>, source: c_int, tag: c_int, bytes: u64) {
+pub(crate) fn set_status(st: Option<*mut Status>, source: c_int, tag: c_int, bytes: u64) {
     let Some(p) = st else { return };
     // SAFETY: `p` is a non-NULL, non-MPI_STATUS_IGNORE status pointer the caller supplied for
     // this output (checked by status_arg); writing field by field leaves MPI_ERROR untouched.

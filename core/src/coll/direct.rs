@@ -1,0 +1,311 @@
+//! The small-message fast path of the one-shot fold: no [`Schedule`](crate::engine::Schedule),
+//! no heap allocation.
+//!
+//! Latency-bound calls (an 8-byte `MPI_Allreduce`) spend most of their time on bookkeeping, not
+//! on moving bytes: building a schedule of n tasks, its dependency lists, its per-peer vectors
+//! and freeing all of it again cost more than the message itself (about a dozen allocations per
+//! call). When a message fits one fragment, the one-shot fold is simple enough to run as a
+//! fixed little state machine instead: send our input to every rank that folds (one frame
+//! each), then fold the n inputs in rank order 0, 1, …, n−1, each straight out of the
+//! transport (the peer's shared-memory slot) into the output.
+//!
+//! The frames are exactly those the schedule of [`super::allreduce::oneshot_fold`] sends (one
+//! frame per peer, tag 0, offset 0, the message length in the header) and the fold order is
+//! the same, so the fast path and the general path are interchangeable on the wire and give
+//! the same bits: ranks need not agree on which of the two they take. Everything else the
+//! engine does for a wait is kept: the spin-then-sleep loop and the failure checks of
+//! [`drive`], signature checks of every frame of the call, draining peers before a sleep, and
+//! failure notices to the other members when the call fails.
+
+use std::mem::MaybeUninit;
+
+use super::{tag, Reduction};
+use crate::comm::Comm;
+use crate::endpoint::MatchKey;
+use crate::engine::{drive, Step, Wait};
+use crate::error::{Class, Error, Result};
+use crate::frame::{FrameHeader, Signature};
+use crate::health;
+
+/// The largest message the fast path takes (bytes); larger ones also need a fragment each.
+pub(super) const MAX_BYTES: usize = 16 << 10;
+
+/// The most ranks the fast path takes (the pending sends are a 64-bit mask).
+pub(super) const MAX_RANKS: usize = 64;
+
+/// A stack copy of an in-place input, 64-byte aligned like a slot's payload.
+#[repr(C, align(64))]
+struct Saved([MaybeUninit<u8>; MAX_BYTES]);
+
+/// Whether a one-shot fold of `nbytes` on `comm` can take the fast path: more than one rank
+/// (at most [`MAX_RANKS`]) and one fragment per message on every link.
+pub(super) fn fits(comm: &Comm, nbytes: usize) -> bool {
+    let n = comm.size();
+    (2..=MAX_RANKS).contains(&n)
+        && nbytes <= MAX_BYTES
+        && super::allreduce::fragment(comm).is_ok_and(|f| nbytes <= f)
+}
+
+/// Runs the one-shot fold of call `seq` (already taken): every rank sends `send` to every
+/// folding rank (all, or only `root`), and a folding rank folds the n inputs into `recv` in
+/// rank order. `send == recv` means in place. The caller has checked [`fits`].
+#[allow(clippy::too_many_arguments)]
+pub(super) fn oneshot(
+    comm: &Comm,
+    seq: u64,
+    send: *const u8,
+    recv: *mut u8,
+    count: usize,
+    extent: usize,
+    red: Reduction,
+    root: Option<usize>,
+    sig: Signature,
+) -> Result<()> {
+    let (n, r) = (comm.size(), comm.rank);
+    let nbytes = count * extent;
+    debug_assert!(fits(comm, nbytes));
+    let folds = root.is_none_or(|root| root == r);
+    // In place, the output is the input: fold from (and send) a copy.
+    let mut saved = MaybeUninit::<Saved>::uninit();
+    let mine = if folds && std::ptr::eq(send, recv) && nbytes > 0 {
+        let p = saved.as_mut_ptr().cast::<u8>();
+        // SAFETY: `send` is valid for `nbytes` (the ABI layer checked it) and `saved` has room
+        // for MAX_BYTES >= nbytes; a stack buffer cannot overlap the caller's.
+        unsafe { std::ptr::copy_nonoverlapping(send, p, nbytes) };
+        p as *const u8
+    } else {
+        send
+    };
+    let mut pending = 0u64;
+    for p in (0..n).filter(|&p| p != r && root.is_none_or(|root| root == p)) {
+        pending |= 1 << p;
+    }
+    let mut hdr = FrameHeader::new(&sig, comm.id, seq, tag(0, 0), comm.ep.rank as u32);
+    hdr.set_msg_len(nbytes as u64);
+    let mut w = OneShot {
+        comm,
+        seq,
+        sig,
+        hdr,
+        mine,
+        out: recv,
+        nbytes,
+        count,
+        red,
+        pending,
+        next: if folds { 0 } else { n },
+    };
+    if let Some(e) = comm.ep.notices().find(comm.id, seq) {
+        return Err(e);
+    }
+    match drive(&comm.ep, &mut w) {
+        Ok(()) => Ok(()),
+        Err(e) => Err(w.failed(e)),
+    }
+}
+
+/// The state of one fast one-shot fold.
+struct OneShot<'a> {
+    comm: &'a Comm,
+    seq: u64,
+    sig: Signature,
+    /// The header of every frame we send.
+    hdr: FrameHeader,
+    mine: *const u8,
+    out: *mut u8,
+    nbytes: usize,
+    count: usize,
+    red: Reduction,
+    /// Comm ranks we still have to send to (bit p).
+    pending: u64,
+    /// The next rank whose input to fold; `n`: folding done (or nothing to fold).
+    next: usize,
+}
+
+impl OneShot<'_> {
+    /// Sends to every pending peer whose channel has room; whether any frame went.
+    fn send(&mut self) -> Result<bool> {
+        let mut moved = false;
+        let mut left = self.pending;
+        while left != 0 {
+            let p = left.trailing_zeros() as usize;
+            left &= left - 1;
+            // SAFETY: `mine` is valid for `nbytes` (the caller's buffer or our stack copy).
+            let payload = unsafe { slice(self.mine, self.nbytes) };
+            if self
+                .comm
+                .ep
+                .try_send(self.comm.world[p], &self.hdr, payload)?
+            {
+                self.pending &= !(1 << p);
+                moved = true;
+            }
+        }
+        Ok(moved)
+    }
+
+    /// Folds as many inputs as have arrived, in rank order; whether any was folded.
+    fn fold(&mut self) -> Result<bool> {
+        let (n, r) = (self.comm.size(), self.comm.rank);
+        let mut moved = false;
+        while self.next < n {
+            let j = self.next;
+            if j == r {
+                if self.nbytes > 0 {
+                    // SAFETY: `out` and `mine` are valid for `nbytes` and do not overlap (in
+                    // place, `mine` is the stack copy); reduce: `dst == a`.
+                    unsafe {
+                        if j == 0 {
+                            std::ptr::copy_nonoverlapping(self.mine, self.out, self.nbytes);
+                        } else {
+                            self.red.apply(self.out, self.out, self.mine, self.count);
+                        }
+                    }
+                }
+                self.next += 1;
+                moved = true;
+                continue;
+            }
+            if !self.take(j)? {
+                break;
+            }
+            self.next += 1;
+            moved = true;
+        }
+        Ok(moved)
+    }
+
+    /// Folds rank `j`'s frame if it has arrived.
+    fn take(&mut self, j: usize) -> Result<bool> {
+        let key = MatchKey {
+            comm_id: self.comm.id,
+            seq: self.seq,
+            tag: tag(0, 0),
+        };
+        let (me, len, out, count, red) =
+            (self.comm.rank, self.nbytes, self.out, self.count, self.red);
+        let (sig, seq, id) = (&self.sig, self.seq, self.comm.id);
+        let mut done = false;
+        let mut consume = |hdr: &FrameHeader, payload: &[u8]| -> Result<bool> {
+            if hdr.msg_len() != len as u64 {
+                return Err(Error::new(
+                    Class::Truncate,
+                    format!(
+                        "message size mismatch in {} on {} (call {seq}): rank {j} sends {} bytes where rank {me} expects {len}: were the counts and datatypes consistent on every rank?",
+                        health::call_text(sig),
+                        health::comm_label(id),
+                        hdr.msg_len()
+                    ),
+                ));
+            }
+            if hdr.offset != 0 || payload.len() != len {
+                return Err(Error::other(format!(
+                    "unexpected fragment from rank {j}: {} bytes at offset {} of a {len}-byte message: were the counts equal on every rank?",
+                    payload.len(),
+                    hdr.offset
+                )));
+            }
+            if len > 0 {
+                // SAFETY: `out` is valid for `len` bytes and disjoint from the payload (the
+                // transport's memory or a queued copy); After: `dst == a`.
+                unsafe {
+                    if j == 0 {
+                        std::ptr::copy_nonoverlapping(payload.as_ptr(), out, len);
+                    } else {
+                        red.apply(out, out, payload.as_ptr(), count);
+                    }
+                }
+            }
+            done = true;
+            Ok(false)
+        };
+        self.comm
+            .ep
+            .poll_recv(self.comm.world[j], key, &self.sig, (me, j), &mut consume)?;
+        Ok(done)
+    }
+
+    /// After the call failed with `e` (as [`crate::engine::Schedule::failed`]): a peer's own
+    /// report of this call's failure when there is one, else `e`, told to the other members.
+    fn failed(&mut self, e: Error) -> Error {
+        let ep = &self.comm.ep;
+        for &peer in &self.comm.world {
+            if peer != ep.rank {
+                let _ = ep.drain(peer);
+            }
+        }
+        if let Some(first) = ep.notices().find(self.comm.id, self.seq) {
+            return first;
+        }
+        ep.send_notice(&self.comm.world, self.comm.id, self.seq, &e.msg);
+        e
+    }
+}
+
+impl Wait for OneShot<'_> {
+    fn poll(&mut self, last: bool) -> Result<Step> {
+        let mut moved = false;
+        if self.pending != 0 {
+            moved |= self.send()?;
+        }
+        moved |= self.fold()?;
+        if self.pending == 0 && self.next == self.comm.size() {
+            return Ok(Step::Done);
+        }
+        if last && !moved {
+            // About to sleep: take in what peers sent (see `Schedule::step`), checking the
+            // signatures of this call's frames on the way.
+            let ep = &self.comm.ep;
+            let key = MatchKey {
+                comm_id: self.comm.id,
+                seq: self.seq,
+                tag: 0,
+            };
+            for (j, &peer) in self.comm.world.iter().enumerate() {
+                if peer != ep.rank {
+                    moved |= ep.drain_call(peer, key, &self.sig, (self.comm.rank, j))?;
+                }
+            }
+        }
+        Ok(if moved { Step::Moved } else { Step::Idle })
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "{} on {} (call {})",
+            health::call_text(&self.sig),
+            health::comm_label(self.comm.id),
+            self.seq
+        )
+    }
+
+    fn blocked_on(&self, out: &mut Vec<usize>) {
+        let mut left = self.pending;
+        while left != 0 {
+            let p = left.trailing_zeros() as usize;
+            left &= left - 1;
+            out.push(self.comm.world[p]);
+        }
+        if self.next < self.comm.size() && self.next != self.comm.rank {
+            let w = self.comm.world[self.next];
+            if !out.contains(&w) {
+                out.push(w);
+            }
+        }
+    }
+
+    fn noticed(&self) -> Option<Error> {
+        self.comm.ep.notices().find(self.comm.id, self.seq)
+    }
+}
+
+/// # Safety
+/// `p` is valid for reading `len` bytes (or `len == 0`).
+unsafe fn slice<'b>(p: *const u8, len: usize) -> &'b [u8] {
+    if len == 0 {
+        &[]
+    } else {
+        // SAFETY: forwarded contract.
+        unsafe { std::slice::from_raw_parts(p, len) }
+    }
+}

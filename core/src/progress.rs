@@ -1,0 +1,169 @@
+//! The progress engine: who steps outstanding requests, and how `MPI_Wait` waits.
+//!
+//! Every started request that did not complete at once joins the process's *active list*, in
+//! start order. Two kinds of threads step it:
+//!
+//! - **The progress thread** (`HCOMM_PROGRESS=thread`, the default), spawned by the first
+//!   nonblocking call. It steps every active request, spins for the endpoint's budget
+//!   (`HCOMM_SPIN`; zero when ranks outnumber cores), then sleeps on the rank's doorbell — the
+//!   futex every frame arrival, freed slot and completed request rings — with the 100 ms
+//!   timeout of [`crate::engine::drive`], between which stalled requests run their liveness
+//!   checks. With no active request it sleeps on a condition variable: an idle process costs
+//!   no CPU. So communication advances while the caller computes without calling MPI.
+//! - **Callers** in `MPI_Wait*`/`MPI_Test*` step the whole active list too (not only the
+//!   requests they wait for: MPI's progress rule), then sleep on the same doorbell. With
+//!   `HCOMM_PROGRESS=caller` they are the only ones, and every blocking wait of the engine
+//!   steps the active list before it sleeps ([`step_others`]), so a blocking call never
+//!   waits on a peer that waits for one of this process's requests.
+//!
+//! A request is stepped by one thread at a time (its lock, taken with `try_lock`); completing
+//! it rings the doorbell, so a waiter asleep there wakes, whichever thread completed it. The
+//! protocol of [`crate::wait`] (announce the sleep, poll once more, sleep on the value read)
+//! makes that wake-up impossible to lose.
+//!
+//! Ordering: requests are stepped in start order, and each collective took its call number
+//! when it started, so several outstanding collectives on one communicator — and blocking ones
+//! between them — match across ranks by call number whatever order they progress in.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
+
+use crate::endpoint::Endpoint;
+use crate::error::Result;
+use crate::request::Request;
+
+static ACTIVE: Mutex<Vec<Arc<Request>>> = Mutex::new(Vec::new());
+static NOT_EMPTY: Condvar = Condvar::new();
+static THREAD: AtomicBool = AtomicBool::new(false);
+/// `ACTIVE.len()` as of the last look, read without the lock by [`step_others`].
+static N_ACTIVE: AtomicUsize = AtomicUsize::new(0);
+
+/// Starts a request: one step right away (posts what can go out), then onto the active list
+/// unless that already completed it; the progress thread is spawned on first use.
+pub fn start(r: &Arc<Request>) -> Result<()> {
+    r.advance(false);
+    if r.is_done() {
+        return Ok(());
+    }
+    if crate::param::progress_thread() && !THREAD.swap(true, Ordering::SeqCst) {
+        let spawned = std::thread::Builder::new()
+            .name("hcomm-progress".into())
+            .spawn(progress_loop);
+        if let Err(e) = spawned {
+            THREAD.store(false, Ordering::SeqCst);
+            crate::warn!(
+                "cannot start the progress thread ({e}): progress happens in MPI calls only"
+            );
+        }
+    }
+    {
+        let mut g = ACTIVE.lock();
+        g.push(r.clone());
+        N_ACTIVE.store(g.len(), Ordering::SeqCst);
+    }
+    NOT_EMPTY.notify_one();
+    // The progress thread may sleep on the doorbell with other requests: make it look.
+    r.endpoint().bell().ring();
+    Ok(())
+}
+
+/// The active requests (those completed are dropped from the list on the way).
+fn snapshot() -> Vec<Arc<Request>> {
+    let mut g = ACTIVE.lock();
+    g.retain(|r| !r.is_done());
+    N_ACTIVE.store(g.len(), Ordering::SeqCst);
+    g.clone()
+}
+
+/// Without a progress thread (`HCOMM_PROGRESS=caller`): steps the active requests from a
+/// blocking wait about to sleep; whether anything moved. A no-op otherwise (one atomic load).
+pub fn step_others() -> bool {
+    if N_ACTIVE.load(Ordering::SeqCst) == 0 || THREAD.load(Ordering::SeqCst) {
+        return false;
+    }
+    advance_all(&snapshot(), true)
+}
+
+/// Steps every request of `list` once; whether anything moved.
+fn advance_all(list: &[Arc<Request>], last: bool) -> bool {
+    let mut moved = false;
+    for r in list {
+        moved |= r.advance(last);
+    }
+    moved
+}
+
+fn progress_loop() {
+    // Run beside the caller's computation, not on the CPU its thread was bound to.
+    crate::wait::unbind_this_thread();
+    let mut idle_since: Option<Instant> = None;
+    loop {
+        let list = {
+            let mut g = ACTIVE.lock();
+            g.retain(|r| !r.is_done());
+            while g.is_empty() {
+                idle_since = None;
+                NOT_EMPTY.wait(&mut g);
+                g.retain(|r| !r.is_done());
+            }
+            g.clone()
+        };
+        let ep = list[0].endpoint().clone();
+        if advance_all(&list, false) {
+            idle_since = None;
+            continue;
+        }
+        let since = *idle_since.get_or_insert_with(Instant::now);
+        if since.elapsed() < ep.spin {
+            std::hint::spin_loop();
+            continue;
+        }
+        sleep_unless(&ep, || {
+            advance_all(&list, true) || list.iter().any(|r| r.is_done())
+        });
+    }
+}
+
+/// The sleep of the wait protocol: announce it, look once more (`look` returns whether there
+/// is a reason not to sleep), then sleep on the doorbell for at most 100 ms.
+fn sleep_unless(ep: &Endpoint, look: impl FnOnce() -> bool) {
+    let bell = ep.bell();
+    let seen = bell.begin_sleep();
+    if !look() {
+        bell.sleep(seen, Duration::from_millis(100));
+    }
+    bell.end_sleep();
+}
+
+/// Steps the active list once (`MPI_Test*`): the poll before a sleep, so stalled requests
+/// drain their links and run their liveness checks when due.
+pub fn poke() {
+    advance_all(&snapshot(), true);
+}
+
+/// Blocks until `enough()` (`MPI_Wait*`), stepping the active list meanwhile.
+pub fn wait_until(ep: &Endpoint, enough: impl Fn() -> bool) {
+    let mut idle_since: Option<Instant> = None;
+    loop {
+        if enough() {
+            return;
+        }
+        let list = snapshot();
+        if advance_all(&list, false) {
+            idle_since = None;
+            continue;
+        }
+        if enough() {
+            return;
+        }
+        let since = *idle_since.get_or_insert_with(Instant::now);
+        if since.elapsed() < ep.spin {
+            std::hint::spin_loop();
+            continue;
+        }
+        sleep_unless(ep, || advance_all(&list, true) || enough());
+    }
+}

@@ -1,0 +1,386 @@
+//! Nonblocking operations: what a request is, and the table of handles the C API hands out.
+//!
+//! A request owns an [`Op`]: a schedule of a nonblocking collective ([`Sched`]) or a
+//! point-to-point operation (see [`crate::p2p`]). An op is a [`Wait`] — its `poll` is
+//! non-blocking and resumable — so whoever holds the request's lock may step it: the progress
+//! thread, or the `MPI_Wait`/`MPI_Test` of any thread (see [`crate::progress`]). Stepping takes
+//! the lock with `try_lock`: a thread that finds it taken moves on, the holder is making the
+//! progress. The op that completes is dropped at once (its scratch buffers and its hold on the
+//! communicator with it), the outcome stays until the handle is completed by the user.
+//!
+//! Failures: a step's error goes through [`Op::failed`] (a schedule tells the other members
+//! with a failure notice, as a blocking call does); a request whose op makes no progress for a
+//! while runs the engine's liveness checks ([`engine::check`]: dead peers, failure notices,
+//! `HCOMM_TIMEOUT`) on the stepping thread, so a dead peer fails the request even while the
+//! caller computes. The error is kept and surfaces from the `Wait`/`Test` that completes the
+//! request, prefixed with the request's call (`MPI_Iallreduce: lost rank 2 ...`).
+//!
+//! Handles are `int`s (MPICH ABI): `0x6c000000 | slot`, never `MPI_REQUEST_NULL`
+//! (`0x2c000000`). Freed slots are reused.
+
+use std::ffi::c_int;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use parking_lot::Mutex;
+
+use crate::comm::Comm;
+use crate::endpoint::Endpoint;
+use crate::engine::{self, Schedule, Step, Wait};
+use crate::error::{Class, Error, Result};
+use crate::health::Watchdog;
+
+/// `MPI_REQUEST_NULL` in the MPICH ABI.
+pub const REQUEST_NULL: c_int = 0x2c00_0000;
+const HANDLE_BASE: c_int = 0x6c00_0000;
+const MAX_SLOTS: usize = 1 << 24;
+
+/// What a completed request reports in its status.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Completion {
+    pub source: i32,
+    pub tag: i32,
+    /// The status count in bytes.
+    pub bytes: u64,
+    pub cancelled: bool,
+    /// The receive stored less than the message (`MPI_ERR_TRUNCATE` on completion).
+    pub truncated: bool,
+}
+
+impl Completion {
+    /// MPI's empty status: `MPI_ANY_SOURCE`, `MPI_ANY_TAG`, count 0 (collectives, sends).
+    pub const fn empty() -> Completion {
+        Completion {
+            source: -2,
+            tag: -1,
+            bytes: 0,
+            cancelled: false,
+            truncated: false,
+        }
+    }
+}
+
+/// An operation a request runs.
+pub trait Op: Wait + Send {
+    /// The last `poll` returned [`Step::Done`]: finish (e.g. unpack staged buffers) and report.
+    fn complete(&mut self) -> Result<Completion>;
+    /// A step failed with `e`: the error to report.
+    fn failed(&mut self, e: Error) -> Error {
+        e
+    }
+    /// `MPI_Cancel`: `Some` when the operation will not happen and completes as cancelled.
+    fn cancel(&mut self) -> Option<Completion> {
+        None
+    }
+}
+
+/// A nonblocking collective: its schedule, the communicator it borrows from, and what to do
+/// with the staged user buffers when it completes.
+pub struct Sched {
+    // Field order matters: the schedule borrows from `_comm` and drops first.
+    sched: Schedule<'static>,
+    finish: Option<Box<dyn FnOnce() + Send>>,
+    _comm: Arc<Comm>,
+}
+
+// SAFETY: the schedule's raw pointers point into the caller's buffers (which MPI forbids the
+// caller to touch until the request completes) and into scratch the schedule owns; the
+// endpoint and member list it borrows belong to `_comm`, an `Arc` that lives as long. The
+// request's lock makes sure one thread at a time steps it.
+unsafe impl Send for Sched {}
+
+impl Sched {
+    /// Builds a collective's schedule for a request: `build` takes the call number at once.
+    /// `finish` runs on completion (unstaging derived datatypes; nothing for contiguous ones).
+    pub fn new(
+        comm: Arc<Comm>,
+        build: impl for<'c> FnOnce(&'c Comm) -> Result<Schedule<'c>>,
+        finish: Option<Box<dyn FnOnce() + Send>>,
+    ) -> Result<Sched> {
+        // SAFETY: the `Comm` lives in the `Arc`'s heap block, which does not move, and the
+        // `Arc` is stored in the returned value next to the schedule, which drops first.
+        let c: &'static Comm = unsafe { &*Arc::as_ptr(&comm) };
+        let sched = build(c)?;
+        sched.start()?;
+        Ok(Sched {
+            sched,
+            finish,
+            _comm: comm,
+        })
+    }
+}
+
+impl Wait for Sched {
+    fn poll(&mut self, last: bool) -> Result<Step> {
+        self.sched.poll(last)
+    }
+    fn describe(&self) -> String {
+        self.sched.describe()
+    }
+    fn blocked_on(&self, out: &mut Vec<usize>) {
+        self.sched.blocked_on(out)
+    }
+    fn noticed(&self) -> Option<Error> {
+        self.sched.noticed()
+    }
+}
+
+impl Op for Sched {
+    fn complete(&mut self) -> Result<Completion> {
+        if let Some(f) = self.finish.take() {
+            f();
+        }
+        Ok(Completion::empty())
+    }
+    fn failed(&mut self, e: Error) -> Error {
+        self.sched.failed(e)
+    }
+}
+
+/// A request: one outstanding nonblocking operation.
+pub struct Request {
+    /// The MPI call that started it (`MPI_Iallreduce`), for messages.
+    pub name: &'static str,
+    /// The communicator handle: its error handler gets the request's errors.
+    pub comm: c_int,
+    /// Whether this is a collective (MPI_Cancel does not apply).
+    pub collective: bool,
+    ep: Arc<Endpoint>,
+    done: AtomicBool,
+    state: Mutex<State>,
+}
+
+struct State {
+    op: Option<Box<dyn Op>>,
+    outcome: Option<Result<Completion>>,
+    /// Since when nothing moved (for the liveness checks).
+    idle_since: Option<Instant>,
+    dog: Option<Watchdog>,
+}
+
+impl Request {
+    pub fn new(
+        name: &'static str,
+        comm: c_int,
+        collective: bool,
+        ep: Arc<Endpoint>,
+        op: Box<dyn Op>,
+    ) -> Request {
+        Request {
+            name,
+            comm,
+            collective,
+            ep,
+            done: AtomicBool::new(false),
+            state: Mutex::new(State {
+                op: Some(op),
+                outcome: None,
+                idle_since: None,
+                dog: None,
+            }),
+        }
+    }
+
+    /// An already completed request (e.g. a receive from `MPI_PROC_NULL`).
+    pub fn completed(name: &'static str, comm: c_int, ep: Arc<Endpoint>, c: Completion) -> Request {
+        Request {
+            name,
+            comm,
+            collective: false,
+            ep,
+            done: AtomicBool::new(true),
+            state: Mutex::new(State {
+                op: None,
+                outcome: Some(Ok(c)),
+                idle_since: None,
+                dog: None,
+            }),
+        }
+    }
+
+    pub fn endpoint(&self) -> &Arc<Endpoint> {
+        &self.ep
+    }
+
+    pub fn is_done(&self) -> bool {
+        self.done.load(Ordering::SeqCst)
+    }
+
+    /// Steps the operation once unless another thread is stepping it; `last` is the poll
+    /// before a sleep (drains links; runs the liveness checks when they are due). Returns
+    /// whether anything moved (completion included).
+    pub fn advance(&self, last: bool) -> bool {
+        if self.is_done() {
+            return false;
+        }
+        let Some(mut g) = self.state.try_lock() else {
+            return false;
+        };
+        let st = &mut *g;
+        let Some(op) = st.op.as_mut() else {
+            return false;
+        };
+        let res = catch_unwind(AssertUnwindSafe(|| {
+            let r = op.poll(last);
+            match r {
+                Ok(Step::Idle) if last => {
+                    let since = *st.idle_since.get_or_insert_with(Instant::now);
+                    let dog = st.dog.get_or_insert_with(Watchdog::new);
+                    if dog.due() {
+                        engine::check(&self.ep, &mut **op, dog, since)
+                    } else {
+                        Ok(Step::Idle)
+                    }
+                }
+                r => r,
+            }
+        }))
+        .unwrap_or_else(|p| Err(panic_error(p)));
+        let outcome = match res {
+            Ok(Step::Idle) => return false,
+            Ok(Step::Moved) => {
+                st.idle_since = None;
+                return true;
+            }
+            Ok(Step::Done) => catch_unwind(AssertUnwindSafe(|| op.complete()))
+                .unwrap_or_else(|p| Err(panic_error(p))),
+            Err(e) => Err(op.failed(e)),
+        };
+        self.finish(st, outcome);
+        true
+    }
+
+    /// `MPI_Cancel`: an operation that can still be cancelled completes as cancelled.
+    pub fn cancel(&self) {
+        let mut g = self.state.lock();
+        let st = &mut *g;
+        if let Some(c) = st.op.as_mut().and_then(|op| op.cancel()) {
+            self.finish(st, Ok(c));
+        }
+    }
+
+    fn finish(&self, st: &mut State, outcome: Result<Completion>) {
+        let outcome = outcome.map_err(|e| {
+            let mut e = e;
+            e.msg = format!("{}: {}", self.name, e.msg);
+            e
+        });
+        st.op = None;
+        st.outcome = Some(outcome);
+        self.done.store(true, Ordering::SeqCst);
+        // Whoever waits for this request sleeps on the doorbell.
+        self.ep.bell().ring();
+    }
+
+    /// The outcome of a completed request (`None` while it is active).
+    pub fn outcome(&self) -> Option<Result<Completion>> {
+        if !self.is_done() {
+            return None;
+        }
+        self.state.lock().outcome.clone()
+    }
+}
+
+fn panic_error(p: Box<dyn std::any::Any + Send>) -> Error {
+    let what = p
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into());
+    Error::intern(format!(
+        "internal error (panic) in a nonblocking operation: {what}"
+    ))
+}
+
+// ---------------------------------------------------------------------------------------------
+// The handle table
+
+struct Table {
+    slots: Vec<Option<Arc<Request>>>,
+    free: Vec<usize>,
+}
+
+static TABLE: Mutex<Table> = Mutex::new(Table {
+    slots: Vec::new(),
+    free: Vec::new(),
+});
+
+/// Registers a request; returns its handle.
+pub fn insert(r: Arc<Request>) -> Result<c_int> {
+    let mut t = TABLE.lock();
+    let slot = match t.free.pop() {
+        Some(i) => i,
+        None => {
+            if t.slots.len() >= MAX_SLOTS {
+                return Err(Error::new(
+                    Class::Intern,
+                    format!("too many outstanding requests ({MAX_SLOTS})"),
+                ));
+            }
+            t.slots.push(None);
+            t.slots.len() - 1
+        }
+    };
+    t.slots[slot] = Some(r);
+    Ok(HANDLE_BASE | slot as c_int)
+}
+
+fn slot_of(h: c_int) -> Option<usize> {
+    if h & !0x00ff_ffff != HANDLE_BASE {
+        return None;
+    }
+    Some((h & 0x00ff_ffff) as usize)
+}
+
+/// The request behind a handle (`None` for `MPI_REQUEST_NULL`); an unknown handle is
+/// `MPI_ERR_REQUEST` naming `what`.
+pub fn get(h: c_int, what: &str) -> Result<Option<Arc<Request>>> {
+    if h == REQUEST_NULL {
+        return Ok(None);
+    }
+    let t = TABLE.lock();
+    slot_of(h)
+        .and_then(|i| t.slots.get(i).cloned().flatten())
+        .map(Some)
+        .ok_or_else(|| {
+            Error::new(
+                Class::Request,
+                format!("{what} 0x{h:x} is not an active request"),
+            )
+        })
+}
+
+/// Releases a handle (after completion, or `MPI_Request_free`). An active request keeps
+/// progressing until it completes.
+pub fn remove(h: c_int) {
+    if let Some(i) = slot_of(h) {
+        let mut t = TABLE.lock();
+        if let Some(s) = t.slots.get_mut(i) {
+            if s.take().is_some() {
+                t.free.push(i);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn handles_round_trip_and_are_reused() {
+        let ep = Arc::new(Endpoint::singleton());
+        let r = Arc::new(Request::completed("x", 0, ep, Completion::default()));
+        let h = insert(r.clone()).unwrap();
+        assert_ne!(h, REQUEST_NULL);
+        assert!(Arc::ptr_eq(&get(h, "request").unwrap().unwrap(), &r));
+        assert!(get(REQUEST_NULL, "request").unwrap().is_none());
+        remove(h);
+        assert!(get(h, "request").is_err());
+        assert!(get(12345, "request").is_err());
+        let h2 = insert(r).unwrap();
+        remove(h2);
+    }
+}
