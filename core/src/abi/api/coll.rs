@@ -187,6 +187,80 @@ impl ReduceIo {
     }
 }
 
+/// The checked, staged buffers of a reduce-scatter (`MPI_Reduce_scatter(_block)` and their
+/// nonblocking forms): `counts(i)` is rank i's count; the input is the staged sendbuf, or the
+/// staged recvbuf in place. Validation happens before anything is staged.
+pub(crate) struct ReduceScatterIo {
+    pub red: coll::Reduction,
+    pub view: View,
+    /// Elements (of `view.dt`) per rank's block.
+    pub counts: Vec<usize>,
+    /// Elements in the whole input.
+    pub total: usize,
+    pub input: *const u8,
+    pub output: Staged,
+    /// Keeps the staged sendbuf alive while `input` points into it.
+    _send: Option<Staged>,
+}
+
+impl ReduceScatterIo {
+    /// # Safety
+    /// MPI's contract: `send` (or `recv` in place) holds the sum of the counts, `recv` this
+    /// rank's count; `counts` reads the caller's count array for ranks `0..size`.
+    pub(crate) unsafe fn new(
+        send: *const c_void,
+        recv: *mut c_void,
+        counts: &dyn Fn(usize) -> Result<usize>,
+        dt: c_int,
+        op: c_int,
+        comm: &Comm,
+    ) -> Result<ReduceScatterIo> {
+        let t = type_arg(dt, "datatype")?;
+        let (red, view) = reduce_args(op, &t)?;
+        let items: Vec<usize> = (0..comm.size()).map(counts).collect::<Result<_>>()?;
+        let total_items = items
+            .iter()
+            .try_fold(0usize, |a, &b| a.checked_add(b))
+            .ok_or_else(|| Error::new(Class::Count, "the counts add up to too much"))?;
+        let total = view.count(total_items, "total count")?;
+        let counts: Vec<usize> = items
+            .iter()
+            .map(|&i| i * (total / total_items.max(1)))
+            .collect();
+        let total_bytes = view.bytes(total_items, "total count")?;
+        let my_items = items[comm.rank];
+        let mine = view.bytes(my_items, "recvcount")?;
+        let in_place = is_in_place(send);
+        if in_place {
+            buf_arg(recv, total_bytes, "recvbuf")?;
+        } else {
+            buf_arg(send, total_bytes, "sendbuf")?;
+            buf_arg(recv, mine, "recvbuf")?;
+            no_alias(send, recv, mine.min(total_bytes))?;
+        }
+        // SAFETY: the caller's contract, with the ranges checked above.
+        let (send, mut output) = unsafe {
+            if in_place {
+                (None, view.stage(recv, total_items, true, true))
+            } else {
+                let s = view.stage(send, total_items, true, false);
+                (Some(s), view.stage(recv, my_items, false, true))
+            }
+        };
+        output.store_only(my_items);
+        let input = send.as_ref().map_or(output.ptr() as *const u8, |s| s.ptr());
+        Ok(ReduceScatterIo {
+            red,
+            view,
+            counts,
+            total,
+            input,
+            output,
+            _send: send,
+        })
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn allgather(
     name: &'static str,
@@ -255,7 +329,6 @@ pub unsafe fn allgather(
 }
 
 /// Shared by `MPI_Reduce_scatter(_c)` and `MPI_Reduce_scatter_block(_c)`.
-#[allow(clippy::too_many_arguments)]
 unsafe fn reduce_scatter_common(
     send: *const c_void,
     recv: *mut c_void,
@@ -265,45 +338,20 @@ unsafe fn reduce_scatter_common(
     op: c_int,
     comm: &Comm,
 ) -> Result<()> {
-    let t = type_arg(dt, "datatype")?;
-    let (red, v) = reduce_args(op, &t)?;
-    let items: Vec<usize> = (0..comm.size()).map(counts).collect::<Result<_>>()?;
-    let total_items = items
-        .iter()
-        .try_fold(0usize, |a, &b| a.checked_add(b))
-        .ok_or_else(|| Error::new(Class::Count, "the counts add up to too much"))?;
-    let total = v.count(total_items, "total count")?;
-    let counts: Vec<usize> = items
-        .iter()
-        .map(|&i| i * (total / total_items.max(1)))
-        .collect();
-    let total_bytes = v.bytes(total_items, "total count")?;
-    let my_items = items[comm.rank];
-    let mine = v.bytes(my_items, "recvcount")?;
-    let in_place = is_in_place(send);
-    if in_place {
-        buf_arg(recv, total_bytes, "recvbuf")?;
-    } else {
-        buf_arg(send, total_bytes, "sendbuf")?;
-        buf_arg(recv, mine, "recvbuf")?;
-        no_alias(send, recv, mine.min(total_bytes))?;
-    }
-    // SAFETY: MPI: sendbuf (or recvbuf, in place) holds the sum of the counts in items,
-    // recvbuf the own count.
-    let (st_send, mut st_recv) = unsafe {
-        if in_place {
-            (None, v.stage(recv, total_items, true, true))
-        } else {
-            let s = v.stage(send, total_items, true, false);
-            (Some(s), v.stage(recv, my_items, false, true))
-        }
-    };
-    st_recv.store_only(my_items);
-    let inp = st_send.as_ref().map_or(st_recv.ptr(), |s| s.ptr());
-    let s = sig(kind, total, v.handle, op, -1);
-    coll::reduce_scatter(comm, inp, st_recv.ptr(), &counts, &v.dt, red, s)?;
-    // SAFETY: as above.
-    unsafe { st_recv.finish() };
+    // SAFETY: the caller's contract for the buffers and the count array.
+    let io = unsafe { ReduceScatterIo::new(send, recv, counts, dt, op, comm) }?;
+    let s = sig(kind, io.total, io.view.handle, op, -1);
+    coll::reduce_scatter(
+        comm,
+        io.input,
+        io.output.ptr(),
+        &io.counts,
+        &io.view.dt,
+        io.red,
+        s,
+    )?;
+    // SAFETY: the output was staged from recvbuf just above.
+    unsafe { io.output.finish() };
     Ok(())
 }
 

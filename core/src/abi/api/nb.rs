@@ -22,7 +22,7 @@ use std::ffi::{c_int, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
-use super::coll::ReduceIo;
+use super::coll::{ReduceIo, ReduceScatterIo};
 use super::coll2::{laid_out, matching, own_send, read_only, regular, Ints, Side, BYTE};
 use super::p2p::{
     dest_arg, incoming, outgoing, recv_tag_arg, send_tag_arg, set_status, source_arg, unstage,
@@ -339,49 +339,17 @@ unsafe fn ireduce_scatter_common(
     c: Arc<Comm>,
     req: *mut c_int,
 ) -> Result<()> {
-    let t = type_arg(dt, "datatype")?;
-    let (red, v) = reduce_args(op, &t)?;
-    let items: Vec<usize> = (0..c.size()).map(counts).collect::<Result<_>>()?;
-    let total_items = items
-        .iter()
-        .try_fold(0usize, |a, &b| a.checked_add(b))
-        .ok_or_else(|| Error::new(Class::Count, "the counts add up to too much"))?;
-    let total = v.count(total_items, "total count")?;
-    let counts: Vec<usize> = items
-        .iter()
-        .map(|&i| i * (total / total_items.max(1)))
-        .collect();
-    let total_bytes = v.bytes(total_items, "total count")?;
-    let my_items = items[c.rank];
-    let mine = v.bytes(my_items, "recvcount")?;
-    let in_place = is_in_place(send);
-    if in_place {
-        buf_arg(recv, total_bytes, "recvbuf")?;
-    } else {
-        buf_arg(send, total_bytes, "sendbuf")?;
-        buf_arg(recv, mine, "recvbuf")?;
-        no_alias(send, recv, mine.min(total_bytes))?;
-    }
     req_arg(req)?;
-    // SAFETY: MPI: sendbuf (or recvbuf, in place) holds the sum of the counts in items,
-    // recvbuf the own count.
-    let (st_send, mut st_recv) = unsafe {
-        if in_place {
-            (None, v.stage(recv, total_items, true, true))
-        } else {
-            let s = v.stage(send, total_items, true, false);
-            (Some(s), v.stage(recv, my_items, false, true))
-        }
-    };
-    st_recv.store_only(my_items);
-    let inp = st_send.as_ref().map_or(st_recv.ptr(), |s| s.ptr()) as *const u8;
-    let s = sig(kind, total, v.handle, op, -1);
-    let (out, dtv) = (st_recv.ptr(), v.dt);
-    let keep = Unsent((st_send, st_recv));
+    // SAFETY: the caller's contract for the buffers and the count array.
+    let mut io = unsafe { ReduceScatterIo::new(send, recv, counts, dt, op, &c) }?;
+    let s = sig(kind, io.total, io.view.handle, op, -1);
+    let (inp, out, red) = (io.input, io.output.ptr(), io.red);
+    let (counts, dtv) = (std::mem::take(&mut io.counts), io.view.dt);
+    let keep = Unsent(io);
     let finish: Box<dyn FnOnce() + Send> = Box::new(move || {
-        let (_send, recv) = keep.take();
+        let io = keep.take();
         // SAFETY: staged from recvbuf for this request (see `finishing`).
-        unsafe { recv.finish() }
+        unsafe { io.output.finish() }
     });
     start_coll(
         name,
