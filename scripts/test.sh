@@ -13,8 +13,9 @@
 # test, the PTX regeneration check, the header check against MPICH's mpi.h, the C
 # compatibility and multi-rank suites under hcomm, MPICH and Open MPI, the hcomm suites again
 # over TCP, the TCP/rendezvous, security and network-namespace scripts,
-# libhcomm_preload.so preloaded into MPICH and Open MPI programs and into mpi4py, and the
-# training examples (C and Python).
+# libhcomm_preload.so preloaded into MPICH and Open MPI programs and into mpi4py, the
+# training examples (C and Python), and the GPU check's programs on host memory (CI has no
+# GPU; scripts/gpu-check.sh runs on one).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -96,6 +97,12 @@ NP=4 scripts/quickstart.sh
 
 step "training example: accuracy and identical weights at 1, 2 and 4 ranks"
 scripts/train-scaling.sh --epochs 2 --train 8192
+
+step "GPU check without a GPU: build tests/gpu (-Werror) and its wheels, the no-GPU run, the programs' logic on host memory"
+scripts/gpu-check.sh --prepare
+scripts/gpu-check.sh
+timeout 300 target/release/hcomm run -n 2 build/gpu/bin/gpu_coll --host --quick --large 4099
+timeout 120 target/release/hcomm run -n 2 build/gpu/bin/gpu_bench --host --max-mib 4 --budget 0.05
 
 left=$(ls /dev/shm 2>/dev/null | grep '^hcomm-' || true)
 if [ -n "$left" ]; then

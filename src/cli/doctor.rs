@@ -5,7 +5,8 @@
 //! binds a port, reads another process's memory with `process_vm_readv`) rather than reading a
 //! setting that may not tell the whole story. Libraries that may be missing (MPI, CUDA) are
 //! looked up without running their code where possible (`ldconfig -p` and `LD_LIBRARY_PATH`
-//! for MPI; the CUDA driver's version calls only, which have no side effects).
+//! for MPI). The CUDA driver, when it can be opened, is initialised (`cuInit`) to list the
+//! devices: a diagnosis asked for is the place to pay for that.
 
 use std::ffi::{c_int, c_void, CStr, CString};
 use std::path::{Path, PathBuf};
@@ -595,5 +596,83 @@ fn check_cuda(r: &mut Report) {
             "CUDA",
             &format!("{text}; {devices} GPU(s) visible"),
         );
+        for line in cuda_devices(drv, devices) {
+            r.line(Status::Pass, "CUDA", &line);
+        }
     }
+}
+
+/// One line per visible device: name, compute capability, memory. Only after a successful
+/// `cuInit`; a device whose queries fail says so instead.
+fn cuda_devices(drv: *mut c_void, count: c_int) -> Vec<String> {
+    type DeviceGet = unsafe extern "C" fn(*mut c_int, c_int) -> c_int;
+    type GetName = unsafe extern "C" fn(*mut std::ffi::c_char, c_int, c_int) -> c_int;
+    type GetAttribute = unsafe extern "C" fn(*mut c_int, c_int, c_int) -> c_int;
+    type TotalMem = unsafe extern "C" fn(*mut usize, c_int) -> c_int;
+    // CUdevice_attribute values from cuda.h.
+    const COMPUTE_CAPABILITY_MAJOR: c_int = 75;
+    const COMPUTE_CAPABILITY_MINOR: c_int = 76;
+    let (Some(get), Some(name), Some(attr), Some(mem)) = (
+        symbol(drv, c"cuDeviceGet"),
+        symbol(drv, c"cuDeviceGetName"),
+        symbol(drv, c"cuDeviceGetAttribute"),
+        // The plain name takes a 32-bit size; cuda.h maps it to _v2 on 64-bit builds.
+        symbol(drv, c"cuDeviceTotalMem_v2"),
+    ) else {
+        return vec!["the driver lacks the device queries (cuDeviceGet, cuDeviceGetName, cuDeviceGetAttribute, cuDeviceTotalMem_v2)".into()];
+    };
+    // SAFETY: the four addresses are the driver's functions of these names, whose C
+    // signatures the types above transcribe.
+    let (get, name, attr, mem) = unsafe {
+        (
+            std::mem::transmute::<usize, DeviceGet>(get),
+            std::mem::transmute::<usize, GetName>(name),
+            std::mem::transmute::<usize, GetAttribute>(attr),
+            std::mem::transmute::<usize, TotalMem>(mem),
+        )
+    };
+    (0..count.min(64))
+        .map(|ordinal| {
+            let mut dev: c_int = 0;
+            // SAFETY: cuDeviceGet(CUdevice *, int ordinal) after cuInit, ordinal < count.
+            if unsafe { get(&mut dev, ordinal) } != 0 {
+                return format!("GPU {ordinal}: cuDeviceGet failed");
+            }
+            let mut buf = [0 as std::ffi::c_char; 256];
+            // SAFETY: the driver writes at most `len` bytes, NUL included, into `buf`.
+            let named = unsafe { name(buf.as_mut_ptr(), buf.len() as c_int, dev) } == 0;
+            let label = if named {
+                // SAFETY: `buf` is zero-initialised and the driver NUL-terminates what it
+                // writes, so a NUL lies within the array.
+                unsafe { CStr::from_ptr(buf.as_ptr()) }
+                    .to_string_lossy()
+                    .into_owned()
+            } else {
+                "(name unavailable)".into()
+            };
+            let (mut major, mut minor): (c_int, c_int) = (0, 0);
+            let mut bytes: usize = 0;
+            // SAFETY: each call writes one int (size_t) through a valid pointer for a valid
+            // device handle.
+            let cc_ok = unsafe {
+                attr(&mut major, COMPUTE_CAPABILITY_MAJOR, dev) == 0
+                    && attr(&mut minor, COMPUTE_CAPABILITY_MINOR, dev) == 0
+            };
+            // SAFETY: as above.
+            let mem_ok = unsafe { mem(&mut bytes, dev) } == 0;
+            format!(
+                "GPU {ordinal}: {label}, compute capability {}, {}",
+                if cc_ok {
+                    format!("{major}.{minor}")
+                } else {
+                    "?".into()
+                },
+                if mem_ok {
+                    format!("{:.1} GiB", bytes as f64 / (1u64 << 30) as f64)
+                } else {
+                    "memory size unavailable".into()
+                }
+            )
+        })
+        .collect()
 }
