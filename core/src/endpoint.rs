@@ -7,9 +7,9 @@
 //! the link's receive side sit under one short-held lock, never held across a wait.
 //!
 //! Collective and point-to-point frames share the links and queues; each matching rule accepts
-//! only its own kind (see [`crate::frame`]). Point-to-point receives match the *first* fragment
-//! of a message (by communicator and tag), oldest first per source, then collect the rest of
-//! that message by its number (`seq`); see [`crate::p2p`]. Queued frames carry a process-wide
+//! only its own kind (see [`crate::frame`]). Point-to-point matching is offered the *first*
+//! fragments of messages, oldest first per source, and the receive that takes one collects the
+//! rest of that message by its number (`seq`); see [`crate::p2p`]. Queued frames carry a process-wide
 //! arrival stamp, so an `MPI_ANY_SOURCE` receive can take the earliest queued message of any
 //! source. Messages a rank sends to itself go straight into its own queue (it has no link).
 //!
@@ -314,22 +314,19 @@ impl Endpoint {
     // -----------------------------------------------------------------------------------------
     // Point-to-point matching (used by `crate::p2p`)
 
-    /// Takes the first fragment of the oldest message from `peer` that `key` accepts (queued,
-    /// or read from the link now) and hands it to `take`; other frames read on the way are
-    /// queued. `None`: no such message has arrived yet.
-    pub fn p2p_take_first(
+    /// Point-to-point matching at `peer` (the rule is in `crate::p2p::matching`): the first
+    /// fragments of the messages from `peer`, oldest first — queued ones, then those read from
+    /// the link now — are offered to `want`; each it accepts goes to `take`, until `take`
+    /// returns `false`. Frames read on the way that are not taken are queued.
+    pub fn p2p_match(
         &self,
         peer: usize,
-        key: &P2pKey,
-        take: &mut dyn FnMut(&FrameHeader, &[u8]) -> Result<()>,
-    ) -> Result<Option<FrameHeader>> {
-        let mut found = None;
-        self.poll_with(peer, &mut |h| Ok(key.starts(h)), &mut |h, payload| {
-            take(h, payload)?;
-            found = Some(*h);
-            Ok(false)
-        })?;
-        Ok(found)
+        want: &mut dyn FnMut(&FrameHeader) -> bool,
+        take: &mut dyn FnMut(&FrameHeader, &[u8]) -> Result<bool>,
+    ) -> Result<()> {
+        let mut first = |h: &FrameHeader| Ok(h.is_p2p() && h.offset == 0 && want(h));
+        self.poll_with(peer, &mut first, take)?;
+        Ok(())
     }
 
     /// Feeds the later fragments of message `seq` from `peer` to `take`, in order, until it

@@ -7,16 +7,17 @@
 //! sender–destination pair), so fragments of concurrent messages (two threads sending to the
 //! same rank) can interleave on a link and still be told apart.
 //!
-//! Matching (in [`Endpoint`]): a receive looks for the oldest first fragment from its source
-//! that its communicator and tag accept — first in the source's unexpected queue, then on the
-//! link, queueing whatever else it reads on the way. Links and queues keep arrival order, and a
-//! sender posts its messages' first fragments in call order, so two messages between a pair on
-//! one communicator are received in the order they were sent (MPI's non-overtaking rule). Once
-//! a message is claimed, its other fragments are collected by `seq` from that source alone.
-//! `MPI_ANY_SOURCE` takes the earliest-queued matching message of any member of the
-//! communicator (queued frames carry an arrival stamp), else the first one found on the links,
-//! starting at a rotating member so no source starves. A probe finds a message the same way
-//! but leaves it queued, so the receive that follows gets the same one.
+//! Matching ([`matching`]): the first fragments that have arrived from a source — in its
+//! unexpected queue, then on the link, queueing whatever else is read on the way — are walked
+//! oldest first, each going to the earliest receive (in posting order) that its communicator
+//! and tag accept. Links and queues keep arrival order, and a sender posts its messages' first
+//! fragments in call order, so messages from one source are matched in the order they were
+//! sent against receives in the order they were posted (MPI's non-overtaking rule). Once a
+//! message is claimed, its other fragments are collected by `seq` from that source alone.
+//! `MPI_ANY_SOURCE` looks first at the member with the earliest-queued message it accepts
+//! (queued frames carry an arrival stamp), then at every member's link starting at a rotating
+//! one, so no source starves. A probe finds a message the same way but leaves it queued, so the
+//! receive that follows gets the same one.
 //!
 //! Sending posts fragments as the link has room: a small message completes at once (eager), a
 //! large one as the receiver drains the link. A sender that has to wait for room drains *all*
@@ -35,10 +36,12 @@
 //! Nonblocking (`MPI_Isend`, `MPI_Irecv`): an `Isend` posts its first fragment before it
 //! returns (waiting for room if it must, draining its links meanwhile like a blocking send), so
 //! messages leave in call order; the rest goes out as the request is stepped. An `Irecv` that
-//! finds no message at once is *posted*: receives claim messages in the order they were posted
-//! — every claim, blocking receives' included, first lets the posted receives claim in order
-//! under one lock ([`POSTED`]) — so an `Irecv` is never overtaken by a later receive. A posted
-//! receive that has claimed nothing can be cancelled.
+//! finds no message at once is *posted* ([`POSTED`]). Every matching pass — of an `Irecv`'s
+//! start, of any thread stepping a posted receive (the caller's `MPI_Wait`/`MPI_Test`, the
+//! progress thread), of a blocking receive while receives are posted — runs under that list's
+//! lock over all the posted receives in posting order, a blocking receive last; so an `Irecv`
+//! is never overtaken by a later receive, whoever does the matching. A posted receive that has
+//! claimed nothing can be cancelled.
 //!
 //! Waiting uses the engine's spin-then-sleep loop ([`crate::engine::drive`]) on the rank's
 //! doorbell. Nothing here holds a lock across a wait, so threads may send and receive
@@ -56,6 +59,9 @@ use crate::engine::{drive, FnWait, Step, Wait};
 use crate::error::{Error, Result};
 use crate::frame::FrameHeader;
 use crate::request::{Completion, Op};
+
+mod matching;
+use matching::{match_in_order, Matcher};
 
 /// Largest fragment a rank queues for itself (the header's `len` is 32 bits).
 const LOCAL_FRAG: usize = 16 << 20;
@@ -416,14 +422,12 @@ impl<'a> RecvOp<'a> {
         }
         let mut moved = false;
         if self.claim.is_none() {
-            self.claim = if N_POSTED.load(Ordering::SeqCst) > 0 {
-                // Receives posted earlier claim first (MPI's matching order).
-                let mut posted = POSTED.lock();
-                claim_posted(&mut posted);
-                self.take_first_behind(&mut posted)?
-            } else {
-                self.take_first()?
-            };
+            if N_POSTED.load(Ordering::SeqCst) > 0 {
+                // Posted receives come first in MPI's matching order; this one after them.
+                claim_posted(&mut POSTED.lock(), Some(self))?;
+            } else if let Some((_, e)) = match_in_order(&mut [self.matcher(false)]).pop() {
+                return Err(e);
+            }
             if self.claim.is_none() {
                 return Ok(false);
             }
@@ -465,63 +469,17 @@ impl<'a> RecvOp<'a> {
         Ok(moved)
     }
 
-    /// Claims the next matching message: stores its first fragment.
-    fn take_first(&mut self) -> Result<Option<Claim>> {
-        let into = self.into;
-        self.take_first_with(&mut |payload| store(&into, 0, payload))
-    }
-
-    /// Claims the next matching message, handing its first fragment to `sink`.
-    fn take_first_with(&mut self, sink: &mut dyn FnMut(&[u8])) -> Result<Option<Claim>> {
-        let ep = &*self.comm.ep;
-        let key = self.key;
-        let mut got = 0;
-        let mut take_from = |w: usize| -> Result<Option<Claim>> {
-            let h = ep.p2p_take_first(w, &key, &mut |_, payload| {
-                sink(payload);
-                got = payload.len();
-                Ok(())
-            })?;
-            Ok(h.map(|h| Claim {
-                peer: w,
-                seq: h.seq,
-                env: Envelope::of(&h),
-                total: h.count as usize,
-                got,
-            }))
-        };
-        match self.source {
-            Source::Rank(r) => take_from(self.comm.world[r]),
-            Source::Any => {
-                if let Some(w) = oldest_queued(ep, &self.comm.world, &key) {
-                    if let Some(c) = take_from(w)? {
-                        return Ok(Some(c));
-                    }
-                }
-                for w in rotation(&self.comm.world, &mut self.rotate) {
-                    if let Some(c) = take_from(w)? {
-                        return Ok(Some(c));
-                    }
-                }
-                Ok(None)
-            }
+    /// The view of this receive a matching pass works on; `out`: takes no part.
+    fn matcher(&mut self, out: bool) -> Matcher<'_> {
+        Matcher {
+            comm: self.comm,
+            source: self.source,
+            key: self.key,
+            into: self.into,
+            rotate: &mut self.rotate,
+            claim: &mut self.claim,
+            out,
         }
-    }
-
-    /// Whether this receive accepts the message `c` claimed on communicator `comm_id`.
-    fn accepts(&self, comm_id: u64, c: &Claim) -> bool {
-        self.key.comm_id == comm_id
-            && self.key.tag.is_none_or(|t| t as i32 == c.env.tag)
-            && match self.source {
-                Source::Any => true,
-                Source::Rank(r) => self.comm.world[r] == c.peer,
-            }
-    }
-
-    /// Makes `c`, whose first fragment is `first`, this receive's message.
-    fn adopt(&mut self, c: Claim, first: &[u8]) {
-        store(&self.into, 0, first);
-        self.claim = Some(c);
     }
 }
 
@@ -557,78 +515,34 @@ impl PostedState {
     }
 }
 
-/// Lets every posted receive claim the oldest message it accepts, in posting order; the ones
-/// that claimed leave the list. Called with the [`POSTED`] lock held.
-///
-/// A message can arrive between the look of an earlier receive and that of a later one that
-/// both accept it: the earlier one must get it. So a claimed message goes to the earliest
-/// posted receive that accepts it (its first fragment is held in a buffer until then), and
-/// the receive that took it looks again.
-fn claim_posted(posted: &mut Vec<Arc<Posted>>) {
-    let mut k = 0;
-    while k < posted.len() {
-        let p = posted[k].clone();
-        let mut st = p.state.lock();
-        if !st.unclaimed() {
-            posted.remove(k);
-            continue;
-        }
-        let mut first = Vec::new();
-        match st.op.take_first_with(&mut |b| first.extend_from_slice(b)) {
-            Ok(None) => k += 1,
-            Ok(Some(c)) => {
-                let id = st.op.key.comm_id;
-                match earliest_accepting(&posted[..k], id, &c) {
-                    Some(i) => {
-                        posted[i].state.lock().op.adopt(c, &first);
-                        posted.remove(i);
-                        k -= 1;
-                    }
-                    None => {
-                        st.op.adopt(c, &first);
-                        posted.remove(k);
-                    }
-                }
-            }
-            Err(e) => {
-                st.error = Some(e);
-                posted.remove(k);
-            }
+/// One matching pass ([`matching`]) over the posted receives, in posting order, then `last`
+/// (a blocking receive: posted after all of them); the posted ones that claimed a message or
+/// failed leave the list. Called with the [`POSTED`] lock held. Returns `last`'s failure.
+fn claim_posted(posted: &mut Vec<Arc<Posted>>, last: Option<&mut RecvOp<'_>>) -> Result<()> {
+    let mut states: Vec<_> = posted.iter().map(|p| p.state.lock()).collect();
+    let mut rxs: Vec<Matcher<'_>> = states
+        .iter_mut()
+        .map(|st| {
+            let out = !st.unclaimed();
+            st.op.matcher(out)
+        })
+        .collect();
+    rxs.extend(last.map(|r| r.matcher(false)));
+    let failed = match_in_order(&mut rxs);
+    drop(rxs);
+    let mut last_failed = Ok(());
+    for (k, e) in failed {
+        match states.get_mut(k) {
+            Some(st) => st.error = Some(e),
+            None => last_failed = Err(e),
         }
     }
+    let keep: Vec<bool> = states.iter().map(|st| st.unclaimed()).collect();
+    drop(states);
+    let mut keep = keep.into_iter();
+    posted.retain(|_| keep.next().unwrap_or(false));
     N_POSTED.store(posted.len(), Ordering::SeqCst);
-}
-
-/// The first posted receive of `earlier` that has not claimed and accepts `c`.
-fn earliest_accepting(earlier: &[Arc<Posted>], comm_id: u64, c: &Claim) -> Option<usize> {
-    earlier.iter().position(|q| {
-        let st = q.state.lock();
-        st.unclaimed() && st.op.accepts(comm_id, c)
-    })
-}
-
-impl RecvOp<'_> {
-    /// A blocking receive's claim while receives are posted (their claims came first): a
-    /// message a posted receive accepts goes to it, and this receive looks again.
-    fn take_first_behind(&mut self, posted: &mut Vec<Arc<Posted>>) -> Result<Option<Claim>> {
-        loop {
-            let mut first = Vec::new();
-            let Some(c) = self.take_first_with(&mut |b| first.extend_from_slice(b))? else {
-                return Ok(None);
-            };
-            match earliest_accepting(posted, self.key.comm_id, &c) {
-                Some(i) => {
-                    posted[i].state.lock().op.adopt(c, &first);
-                    posted.remove(i);
-                    N_POSTED.store(posted.len(), Ordering::SeqCst);
-                }
-                None => {
-                    store(&self.into, 0, &first);
-                    return Ok(Some(c));
-                }
-            }
-        }
-    }
+    last_failed
 }
 
 /// What an `MPI_Irecv` does once its message is in: unpack a staged buffer (derived datatypes).
@@ -660,7 +574,8 @@ pub fn irecv(
     {
         let mut posted = POSTED.lock();
         posted.push(p.clone());
-        claim_posted(&mut posted);
+        // Without `last` nothing comes back: failures stay in the receives' states.
+        let _ = claim_posted(&mut posted, None);
     }
     IrecvOp { p, source, finish }
 }
@@ -668,7 +583,8 @@ pub fn irecv(
 impl Wait for IrecvOp {
     fn poll(&mut self, _last: bool) -> Result<Step> {
         if self.p.state.lock().unclaimed() {
-            claim_posted(&mut POSTED.lock());
+            // Failures stay in the failing receives' states (this one's is read below).
+            let _ = claim_posted(&mut POSTED.lock(), None);
         }
         let mut st = self.p.state.lock();
         if let Some(e) = st.error.take() {
@@ -836,6 +752,133 @@ mod tests {
         assert_eq!(rotation(&m, &mut next).collect::<Vec<_>>(), vec![4, 7, 9]);
         let mut next = 0;
         assert_eq!(rotation(&[], &mut next).count(), 0);
+    }
+
+    /// One round of [`receives_match_in_send_and_post_order`]: message tags (1..=3), and one
+    /// receive per message (its tag or `MPI_ANY_TAG`) in shuffled posting order, redrawn until
+    /// MPI's rule gives every receive a message; `expect[j]`: the message receive j must get
+    /// (the earliest one not taken by an earlier receive that it accepts).
+    fn match_plan(seed: u64, k: usize) -> (Vec<u32>, Vec<Option<u32>>, Vec<usize>) {
+        let mut x = seed | 1;
+        let mut next = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x >> 11
+        };
+        loop {
+            let tags: Vec<u32> = (0..k).map(|_| 1 + (next() % 3) as u32).collect();
+            let mut want: Vec<Option<u32>> = tags
+                .iter()
+                .map(|&t| (next() % 5 >= 2).then_some(t))
+                .collect();
+            for j in (1..k).rev() {
+                want.swap(j, (next() % (j as u64 + 1)) as usize);
+            }
+            let mut taken = vec![false; k];
+            let expect: Option<Vec<usize>> = want
+                .iter()
+                .map(|w| {
+                    let i = (0..k).find(|&i| !taken[i] && w.is_none_or(|t| t == tags[i]))?;
+                    taken[i] = true;
+                    Some(i)
+                })
+                .collect();
+            if let Some(expect) = expect {
+                return (tags, want, expect);
+            }
+        }
+    }
+
+    /// MPI's non-overtaking rule while messages keep arriving: a thread sends to this rank
+    /// while it posts `MPI_Irecv`s (a mix of tags and `MPI_ANY_TAG`) and polls them; in every
+    /// other round the last receive is a blocking one (its operation polled here, as `recv`
+    /// would). Messages arriving between one receive's look and a later one's used to let an
+    /// `MPI_ANY_TAG` receive take a later message than its own, and leave another receive
+    /// without one (hence the deadline).
+    #[test]
+    fn receives_match_in_send_and_post_order() {
+        const K: usize = 24;
+        let ep = Arc::new(Endpoint::singleton());
+        let comm = Arc::new(Comm::new(0x6d61_7463, 0, vec![0], ep, 0));
+        let int = Datatype::new(ElemType::I32, 4, 4);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        for round in 0..300u64 {
+            let (tags, want, expect) = match_plan(round * 0x9e37_79b9 + 1, K);
+            let mut got = vec![[-1i32; 1]; K];
+            let into: Vec<Incoming> = got
+                .iter_mut()
+                .map(|b| Incoming {
+                    buf: b.as_mut_ptr().cast(),
+                    cap: 4,
+                    dt: int,
+                })
+                .collect();
+            let sender = {
+                let (comm, tags) = (comm.clone(), tags.clone());
+                std::thread::spawn(move || {
+                    for (i, &tag) in tags.iter().enumerate() {
+                        let v = [i as i32];
+                        let msg = Outgoing {
+                            buf: v.as_ptr().cast(),
+                            len: 4,
+                            mpi_bytes: 4,
+                            dtype: 0,
+                        };
+                        send(&comm, 0, tag, &msg).unwrap();
+                    }
+                })
+            };
+            let n_irecv = if round % 2 == 1 { K - 1 } else { K };
+            let mut irecvs: Vec<Option<IrecvOp>> = (0..n_irecv)
+                .map(|j| {
+                    Some(irecv(
+                        comm.clone(),
+                        Source::Rank(0),
+                        want[j],
+                        &into[j],
+                        None,
+                    ))
+                })
+                .collect();
+            let mut blocking =
+                (n_irecv < K).then(|| RecvOp::new(&comm, Source::Any, want[K - 1], &into[K - 1]));
+            let mut tag_of = [-1; K];
+            loop {
+                for (j, slot) in irecvs.iter_mut().enumerate() {
+                    if let Some(op) = slot {
+                        if op.poll(false).unwrap() == Step::Done {
+                            tag_of[j] = op.complete().unwrap().tag;
+                            *slot = None;
+                        }
+                    }
+                }
+                if let Some(op) = blocking.as_mut() {
+                    op.advance().unwrap();
+                    if let Some(r) = op.result {
+                        tag_of[K - 1] = r.env.tag;
+                        blocking = None;
+                    }
+                }
+                if irecvs.iter().all(Option::is_none) && blocking.is_none() {
+                    break;
+                }
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "round {round}: receives {want:?} of messages {tags:?} stuck; got {got:?}"
+                );
+            }
+            sender.join().unwrap();
+            for j in 0..K {
+                let i = expect[j];
+                assert_eq!(
+                    (got[j][0], tag_of[j]),
+                    (i as i32, tags[i] as i32),
+                    "round {round}: receive {j} (tag {:?}) of {want:?} for messages {tags:?}",
+                    want[j]
+                );
+            }
+        }
     }
 
     #[test]

@@ -150,6 +150,8 @@ pub struct Request {
     ep: Arc<Endpoint>,
     done: AtomicBool,
     state: Mutex<State>,
+    /// `HCOMM_PROFILE`: a nonblocking collective's record, until a wait or test completes it.
+    profile: Mutex<Option<crate::stats::profile::Pending>>,
 }
 
 struct State {
@@ -180,7 +182,19 @@ impl Request {
                 idle_since: None,
                 dog: None,
             }),
+            profile: Mutex::new(None),
         }
+    }
+
+    /// With the profile record of a nonblocking collective (see [`crate::stats::profile`]).
+    pub fn profiled(self, p: Option<crate::stats::profile::Pending>) -> Request {
+        *self.profile.lock() = p;
+        self
+    }
+
+    /// The profile record, taken by the wait or test that completes the request.
+    pub fn take_profile(&self) -> Option<crate::stats::profile::Pending> {
+        self.profile.lock().take()
     }
 
     /// An already completed request (e.g. a receive from `MPI_PROC_NULL`).
@@ -197,6 +211,7 @@ impl Request {
                 idle_since: None,
                 dog: None,
             }),
+            profile: Mutex::new(None),
         }
     }
 

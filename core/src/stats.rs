@@ -5,6 +5,14 @@
 //! call hcomm carried out, whether it succeeded or raised an error); only the interposer
 //! counts "forwarded". Relaxed atomics: the counts are read once, after the program's last
 //! collective.
+//!
+//! The nonblocking forms of the seven (`MPI_Iallreduce`, ...) are counted apart, under their
+//! own names (`iallreduce_handled`, ...; one count per starting call), and so are they in the
+//! profile: their time runs from the starting call to the `MPI_Wait`/`MPI_Test` that completes
+//! them — computation overlapped with them included — which is not comparable with a blocking
+//! call's time, so mixing the two would blur both rows. They have no `_forwarded` count: the
+//! interposer does not intercept nonblocking calls (under preload the host MPI does them and
+//! hcomm never sees them, so their `_handled` stays 0 there).
 
 use std::fmt::Write;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -44,6 +52,19 @@ impl Coll {
             Coll::Barrier => "barrier",
         }
     }
+
+    /// The name of the nonblocking form (`MPI_Iallreduce`: `iallreduce`) in the keys.
+    pub fn nb_name(self) -> &'static str {
+        match self {
+            Coll::Allreduce => "iallreduce",
+            Coll::Bcast => "ibcast",
+            Coll::Allgather => "iallgather",
+            Coll::ReduceScatter => "ireduce_scatter",
+            Coll::ReduceScatterBlock => "ireduce_scatter_block",
+            Coll::Reduce => "ireduce",
+            Coll::Barrier => "ibarrier",
+        }
+    }
 }
 
 /// One of the seven collectives' entry points: counts the call as handled and, with
@@ -68,11 +89,19 @@ pub fn note(algo: crate::coll::Algo, bytes: usize, size: usize) {
 /// Calls hcomm carried out itself.
 static HANDLED: [AtomicU64; 7] = [const { AtomicU64::new(0) }; 7];
 static FORWARDED: [AtomicU64; 7] = [const { AtomicU64::new(0) }; 7];
+/// Nonblocking calls hcomm carried out itself (`MPI_Iallreduce` under `Coll::Allreduce`).
+static HANDLED_NB: [AtomicU64; 7] = [const { AtomicU64::new(0) }; 7];
 
 /// Counts a call hcomm carried out itself.
 #[inline]
 pub fn handled(c: Coll) {
     HANDLED[c as usize].fetch_add(1, Ordering::Relaxed);
+}
+
+/// Counts a nonblocking call (`MPI_Iallreduce` for `Coll::Allreduce`) hcomm carried out.
+#[inline]
+pub fn handled_nb(c: Coll) {
+    HANDLED_NB[c as usize].fetch_add(1, Ordering::Relaxed);
 }
 
 /// Counts a call that went to the host's `PMPI_X`.
@@ -92,13 +121,28 @@ fn snapshot() -> [(Coll, u64, u64); 7] {
     })
 }
 
-/// Formats the stats line (no trailing newline). `rank` is -1 when unknown.
-pub fn format_line(rank: i32, counts: &[(Coll, u64, u64)], shm: u64, tcp: u64) -> String {
+/// The nonblocking counters as (collective, handled).
+fn snapshot_nb() -> [(Coll, u64); 7] {
+    Coll::ALL.map(|c| (c, HANDLED_NB[c as usize].load(Ordering::Relaxed)))
+}
+
+/// Formats the stats line (no trailing newline). `rank` is -1 when unknown. The nonblocking
+/// counts (`nb`) come last, so parsers of the older line keep working.
+pub fn format_line(
+    rank: i32,
+    counts: &[(Coll, u64, u64)],
+    nb: &[(Coll, u64)],
+    shm: u64,
+    tcp: u64,
+) -> String {
     let mut s = format!("hcomm-stats rank={rank}");
     for (c, h, f) in counts {
         let _ = write!(s, " {0}_handled={h} {0}_forwarded={f}", c.name());
     }
     let _ = write!(s, " bytes_shm={shm} bytes_tcp={tcp}");
+    for (c, h) in nb {
+        let _ = write!(s, " {}_handled={h}", c.nb_name());
+    }
     s
 }
 
@@ -107,6 +151,7 @@ pub fn line(rank: i32) -> String {
     format_line(
         rank,
         &snapshot(),
+        &snapshot_nb(),
         crate::transport::BYTES_SHM.load(Ordering::Relaxed),
         crate::transport::BYTES_TCP.load(Ordering::Relaxed),
     )
@@ -130,6 +175,13 @@ pub fn print_if_enabled(rank: i32) {
 /// it when it picks its algorithm. Bus bytes use nccl-tests' factors (allreduce 2(n-1)/n,
 /// allgather and reduce_scatter (n-1)/n, others 1), so busbw = bus bytes / time. Timing wraps
 /// the whole entry point (argument checks included); with the variable unset nothing is timed.
+///
+/// Nonblocking collectives have rows of their own (`iallreduce`, ...; see the module above):
+/// a call counts when the `MPI_Wait`/`MPI_Test` (any of the family) that completes its request
+/// returns, its time runs from the starting call to then (the request carries a [`Pending`]),
+/// so their busbw is what the application got, overlap included — a lower bound of the
+/// transfer's own speed. A request never completed by a wait or test (freed, or left at
+/// `MPI_Finalize`) is not in the profile.
 pub mod profile {
     use std::cell::Cell;
     use std::fmt::Write;
@@ -189,6 +241,36 @@ pub mod profile {
         pub algos: Vec<(String, u64)>,
     }
 
+    /// A row of the profile: a collective, blocking or in its nonblocking form.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct Row {
+        pub coll: Coll,
+        pub nonblocking: bool,
+    }
+
+    impl Row {
+        /// Every row, blocking ones first.
+        pub fn all() -> impl Iterator<Item = Row> {
+            [false, true].into_iter().flat_map(|nonblocking| {
+                Coll::ALL
+                    .into_iter()
+                    .map(move |coll| Row { coll, nonblocking })
+            })
+        }
+
+        pub fn name(self) -> &'static str {
+            if self.nonblocking {
+                self.coll.nb_name()
+            } else {
+                self.coll.name()
+            }
+        }
+
+        fn index(self) -> usize {
+            self.coll as usize + if self.nonblocking { Coll::ALL.len() } else { 0 }
+        }
+    }
+
     static TABLE: Mutex<Option<Vec<Entry>>> = Mutex::new(None);
 
     thread_local! {
@@ -215,34 +297,79 @@ pub mod profile {
         let rc = f();
         let secs = t.elapsed().as_secs_f64();
         let last = LAST.with(|l| l.take());
+        let row = Row {
+            coll: c,
+            nonblocking: false,
+        };
+        record(row, secs, last);
+        rc
+    }
+
+    /// A nonblocking collective being profiled, kept by its request from the starting call
+    /// to the wait or test that completes it.
+    #[derive(Debug)]
+    pub struct Pending {
+        coll: Coll,
+        start: Instant,
+        /// What its schedule's builder noted: (algorithm, bytes, communicator size).
+        noted: Option<(Algo, usize, usize)>,
+    }
+
+    /// A nonblocking collective starts (before its schedule is built): `None` unless
+    /// profiling.
+    pub fn begin(c: Coll) -> Option<Pending> {
+        if !enabled() {
+            return None;
+        }
+        LAST.with(|l| l.set(None));
+        Some(Pending {
+            coll: c,
+            start: Instant::now(),
+            noted: None,
+        })
+    }
+
+    impl Pending {
+        /// Its schedule is built (on this thread): takes what the builder noted.
+        pub fn built(mut self) -> Pending {
+            self.noted = LAST.with(|l| l.take());
+            self
+        }
+    }
+
+    /// A wait or test completed the request of `p`.
+    pub fn completed(p: Pending) {
+        let row = Row {
+            coll: p.coll,
+            nonblocking: true,
+        };
+        record(row, p.start.elapsed().as_secs_f64(), p.noted);
+    }
+
+    fn record(row: Row, secs: f64, noted: Option<(Algo, usize, usize)>) {
         let mut g = TABLE.lock();
-        let e = &mut g.get_or_insert_with(|| vec![Entry::default(); Coll::ALL.len()])[c as usize];
+        let n = 2 * Coll::ALL.len();
+        let e = &mut g.get_or_insert_with(|| vec![Entry::default(); n])[row.index()];
         e.calls += 1;
         e.seconds += secs;
-        if let Some((algo, bytes, size)) = last {
+        if let Some((algo, bytes, size)) = noted {
             e.bytes += bytes as u64;
-            e.bus_bytes += bytes as f64 * bus_factor(c, size);
+            e.bus_bytes += bytes as f64 * bus_factor(row.coll, size);
             let name = format!("{algo:?}").to_lowercase();
             match e.algos.iter_mut().find(|a| a.0 == name) {
                 Some(a) => a.1 += 1,
                 None => e.algos.push((name, 1)),
             }
         }
-        rc
     }
 
     /// A copy of the table (all zero when nothing was recorded).
-    pub fn snapshot() -> Vec<(Coll, Entry)> {
+    pub fn snapshot() -> Vec<(Row, Entry)> {
         let g = TABLE.lock();
-        Coll::ALL
-            .iter()
-            .map(|&c| {
-                (
-                    c,
-                    g.as_ref()
-                        .map(|t| t[c as usize].clone())
-                        .unwrap_or_default(),
-                )
+        Row::all()
+            .map(|r| {
+                let e = g.as_ref().map(|t| t[r.index()].clone());
+                (r, e.unwrap_or_default())
             })
             .collect()
     }
@@ -265,7 +392,7 @@ pub mod profile {
     }
 
     /// The human-readable summary of one rank (lines start with `hcomm-profile`).
-    pub fn text(rank: i32, rows: &[(Coll, Entry)]) -> String {
+    pub fn text(rank: i32, rows: &[(Row, Entry)]) -> String {
         let mut s = String::new();
         let _ = writeln!(
             s,
@@ -289,7 +416,7 @@ pub mod profile {
     }
 
     /// The JSON document of one rank.
-    pub fn json(rank: i32, rows: &[(Coll, Entry)]) -> String {
+    pub fn json(rank: i32, rows: &[(Row, Entry)]) -> String {
         let mut s = format!("{{\"hcomm_profile\": 1, \"rank\": {rank}, \"collectives\": [");
         let mut first = true;
         for (c, e) in rows.iter().filter(|(_, e)| e.calls > 0) {
@@ -356,8 +483,7 @@ pub mod profile {
 
         #[test]
         fn json_lists_used_collectives() {
-            let mut rows: Vec<(Coll, Entry)> =
-                Coll::ALL.iter().map(|&c| (c, Entry::default())).collect();
+            let mut rows: Vec<(Row, Entry)> = Row::all().map(|r| (r, Entry::default())).collect();
             rows[0].1 = Entry {
                 calls: 2,
                 bytes: 64,
@@ -365,11 +491,31 @@ pub mod profile {
                 bus_bytes: 64.0,
                 algos: vec![("ring".into(), 2)],
             };
+            rows[7 + Coll::Bcast as usize].1 = Entry {
+                calls: 1,
+                bytes: 8,
+                seconds: 1e-3,
+                bus_bytes: 8.0,
+                algos: vec![("pipeline".into(), 1)],
+            };
             let j = json(1, &rows);
             assert!(j.starts_with("{\"hcomm_profile\": 1, \"rank\": 1, "));
             assert!(j.contains("\"name\": \"allreduce\", \"calls\": 2, \"bytes\": 64"));
             assert!(j.contains("[{\"name\": \"ring\", \"calls\": 2}]"));
-            assert!(!j.contains("bcast"));
+            assert!(j.contains("\"name\": \"ibcast\", \"calls\": 1, \"bytes\": 8"));
+            assert!(!j.contains("\"bcast\""));
+            assert!(!j.contains("iallreduce"));
+        }
+
+        #[test]
+        fn rows_name_blocking_then_nonblocking_forms() {
+            let names: Vec<&str> = Row::all().map(Row::name).collect();
+            assert_eq!(names.len(), 14);
+            assert_eq!(names[0], "allreduce");
+            assert_eq!(names[7], "iallreduce");
+            assert_eq!(names[13], "ibarrier");
+            let idx: Vec<usize> = Row::all().map(Row::index).collect();
+            assert_eq!(idx, (0..14).collect::<Vec<_>>());
         }
     }
 }
@@ -381,16 +527,19 @@ mod tests {
     #[test]
     fn line_has_every_key_once() {
         let counts = Coll::ALL.map(|c| (c, 0, c as u64 + 1));
-        let l = format_line(2, &counts, 5, 0);
+        let nb = Coll::ALL.map(|c| (c, 10 + c as u64));
+        let l = format_line(2, &counts, &nb, 5, 0);
         assert!(l.starts_with("hcomm-stats rank=2 allreduce_handled=0 allreduce_forwarded=1 "));
         assert!(l.contains(" reduce_scatter_forwarded=4 reduce_scatter_block_handled=0 "));
-        assert!(l.ends_with(" barrier_forwarded=7 bytes_shm=5 bytes_tcp=0"));
+        assert!(l.contains(" barrier_forwarded=7 bytes_shm=5 bytes_tcp=0 iallreduce_handled=10 "));
+        assert!(l.contains(" ireduce_scatter_handled=13 ireduce_scatter_block_handled=14 "));
+        assert!(l.ends_with(" ireduce_handled=15 ibarrier_handled=16"));
         let keys: Vec<&str> = l
             .split_whitespace()
             .skip(1)
             .map(|kv| kv.split('=').next().unwrap())
             .collect();
-        assert_eq!(keys.len(), 1 + 2 * 7 + 2);
+        assert_eq!(keys.len(), 1 + 2 * 7 + 2 + 7);
         let mut dedup = keys.clone();
         dedup.sort();
         dedup.dedup();

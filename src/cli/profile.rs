@@ -223,5 +223,8 @@ pub fn profile(args: ProfileArgs) -> i32 {
         );
     }
     println!("(time: per rank, in the collective; busbw in GB/s of the slowest rank, nccl-tests factors)");
+    if merged.iter().any(|m| m.0.starts_with('i')) {
+        println!("(i* rows: nonblocking calls, timed from the starting call to the wait or test that completed them)");
+    }
     0
 }

@@ -38,6 +38,7 @@ use crate::p2p;
 use crate::progress;
 use crate::request::{self, Completion, Request, Sched, REQUEST_NULL};
 use crate::runtime;
+use crate::stats::{self, Coll};
 
 /// `MPI_UNDEFINED` (MPICH ABI).
 const UNDEFINED: c_int = -32766;
@@ -74,9 +75,12 @@ fn publish(r: Arc<Request>, req: *mut c_int) -> Result<()> {
     progress::start(&r)
 }
 
-/// Starts a nonblocking collective.
+/// Starts a nonblocking collective; `stat`: the collective it is profiled as (its nonblocking
+/// row), if any.
+#[allow(clippy::too_many_arguments)]
 fn start_coll(
     name: &'static str,
+    stat: Option<Coll>,
     comm: c_int,
     c: Arc<Comm>,
     req: *mut c_int,
@@ -84,11 +88,10 @@ fn start_coll(
     finish: Option<Box<dyn FnOnce() + Send>>,
 ) -> Result<()> {
     let ep = c.ep.clone();
+    let pending = stat.and_then(stats::profile::begin);
     let sched = Sched::new(c, build, finish)?;
-    publish(
-        Arc::new(Request::new(name, comm, true, ep, Box::new(sched))),
-        req,
-    )
+    let r = Request::new(name, comm, true, ep, Box::new(sched));
+    publish(Arc::new(r.profiled(pending.map(|p| p.built()))), req)
 }
 
 /// A completion closure that unpacks `st` (nothing to do for contiguous datatypes).
@@ -106,10 +109,19 @@ fn finishing(st: Staged) -> Option<Box<dyn FnOnce() + Send>> {
 // Nonblocking collectives
 
 pub unsafe fn ibarrier(name: &'static str, comm: c_int, req: *mut c_int) -> c_int {
+    stats::handled_nb(Coll::Barrier);
     guard(name, Some(comm), || {
         let c = comm_of(runtime::get()?, comm)?;
         req_arg(req)?;
-        start_coll(name, comm, c, req, coll::build_barrier, None)
+        start_coll(
+            name,
+            Some(Coll::Barrier),
+            comm,
+            c,
+            req,
+            coll::build_barrier,
+            None,
+        )
     })
 }
 
@@ -122,6 +134,7 @@ pub unsafe fn ibcast(
     comm: c_int,
     req: *mut c_int,
 ) -> c_int {
+    stats::handled_nb(Coll::Bcast);
     guard(name, Some(comm), || {
         let c = comm_of(runtime::get()?, comm)?;
         let cnt = count_arg(count, "count")?;
@@ -137,6 +150,7 @@ pub unsafe fn ibcast(
         let (p, dtv) = (st.ptr(), v.dt);
         start_coll(
             name,
+            Some(Coll::Bcast),
             comm,
             c,
             req,
@@ -157,6 +171,7 @@ pub unsafe fn iallreduce(
     comm: c_int,
     req: *mut c_int,
 ) -> c_int {
+    stats::handled_nb(Coll::Allreduce);
     guard(name, Some(comm), || {
         let c = comm_of(runtime::get()?, comm)?;
         req_arg(req)?;
@@ -172,6 +187,7 @@ pub unsafe fn iallreduce(
         });
         start_coll(
             name,
+            Some(Coll::Allreduce),
             comm,
             c,
             req,
@@ -193,6 +209,7 @@ pub unsafe fn ireduce(
     comm: c_int,
     req: *mut c_int,
 ) -> c_int {
+    stats::handled_nb(Coll::Reduce);
     guard(name, Some(comm), || {
         let c = comm_of(runtime::get()?, comm)?;
         let cnt = count_arg(count, "count")?;
@@ -237,6 +254,7 @@ pub unsafe fn ireduce(
         });
         start_coll(
             name,
+            Some(Coll::Reduce),
             comm,
             c,
             req,
@@ -258,6 +276,7 @@ pub unsafe fn iallgather(
     comm: c_int,
     req: *mut c_int,
 ) -> c_int {
+    stats::handled_nb(Coll::Allgather);
     guard(name, Some(comm), || {
         let c = comm_of(runtime::get()?, comm)?;
         let rcnt = count_arg(rcount, "recvcount")?;
@@ -316,6 +335,7 @@ pub unsafe fn iallgather(
         });
         start_coll(
             name,
+            Some(Coll::Allgather),
             comm,
             c,
             req,
@@ -340,6 +360,10 @@ unsafe fn ireduce_scatter_common(
     req: *mut c_int,
 ) -> Result<()> {
     req_arg(req)?;
+    let stat = Some(match kind {
+        Kind::ReduceScatterBlock => Coll::ReduceScatterBlock,
+        _ => Coll::ReduceScatter,
+    });
     // SAFETY: the caller's contract for the buffers and the count array.
     let mut io = unsafe { ReduceScatterIo::new(send, recv, counts, dt, op, &c) }?;
     let s = sig(kind, io.total, io.view.handle, op, -1);
@@ -353,6 +377,7 @@ unsafe fn ireduce_scatter_common(
     });
     start_coll(
         name,
+        stat,
         comm,
         c,
         req,
@@ -372,6 +397,7 @@ pub unsafe fn ireduce_scatter(
     comm: c_int,
     req: *mut c_int,
 ) -> c_int {
+    stats::handled_nb(Coll::ReduceScatter);
     guard(name, Some(comm), || {
         let c = comm_of(runtime::get()?, comm)?;
         let get = |i: usize| -> Result<usize> {
@@ -400,6 +426,7 @@ pub unsafe fn ireduce_scatter_block(
     comm: c_int,
     req: *mut c_int,
 ) -> c_int {
+    stats::handled_nb(Coll::ReduceScatterBlock);
     guard(name, Some(comm), || {
         let c = comm_of(runtime::get()?, comm)?;
         let n = count_arg(count, "recvcount")?;
@@ -458,6 +485,7 @@ pub unsafe fn iallgatherv(
         let s = sig(Kind::Allgatherv, total, BYTE, 0, -1);
         start_coll(
             name,
+            None,
             comm,
             c,
             req,
@@ -515,6 +543,7 @@ pub unsafe fn ialltoall(
         });
         start_coll(
             name,
+            None,
             comm,
             c,
             req,
@@ -703,6 +732,9 @@ unsafe fn requests(count: c_int, reqs: *mut c_int) -> Result<(usize, Vec<Option<
 /// (a freed, persistent-less request). Returns its outcome.
 unsafe fn retire(reqs: *mut c_int, i: usize, r: &Request) -> Result<Completion> {
     let out = outcome_of(r);
+    if let Some(p) = r.take_profile() {
+        stats::profile::completed(p);
+    }
     // SAFETY: MPI: the array holds the request at `i`.
     unsafe {
         request::remove(*reqs.add(i));
