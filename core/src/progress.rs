@@ -139,9 +139,17 @@ fn sleep_unless(ep: &Endpoint, look: impl FnOnce() -> bool) {
 }
 
 /// Steps the active list once (`MPI_Test*`): the poll before a sleep, so stalled requests
-/// drain their links and run their liveness checks when due.
+/// drain their links and run their liveness checks when due. When nothing moved, the core is
+/// given away (`sched_yield`): a program that polls `MPI_Test` in a loop would otherwise keep
+/// the CPU from the peer ranks (or the progress thread) it waits for whenever ranks share
+/// cores — with 3 ranks on 2 cores, an 8 MiB `Iallreduce` polled by `MPI_Test` took 10× as long
+/// as one completed by `MPI_Waitall`. Where nothing else is runnable the yield returns at once.
 pub fn poke() {
-    advance_all(&snapshot(), true);
+    let list = snapshot();
+    if !list.is_empty() && !advance_all(&list, true) {
+        // SAFETY: sched_yield has no preconditions.
+        unsafe { libc::sched_yield() };
+    }
 }
 
 /// Blocks until `enough()` (`MPI_Wait*`), stepping the active list meanwhile.
