@@ -123,6 +123,7 @@ pub unsafe fn ibcast(
     req: *mut c_int,
 ) -> c_int {
     guard(name, Some(comm), || {
+        host_only(&[buf])?;
         let c = comm_of(runtime::get()?, comm)?;
         let cnt = count_arg(count, "count")?;
         let v = type_arg(dt, "datatype")?.moving();
@@ -158,6 +159,7 @@ pub unsafe fn iallreduce(
     req: *mut c_int,
 ) -> c_int {
     guard(name, Some(comm), || {
+        host_only(&[send, recv as *const c_void])?;
         let c = comm_of(runtime::get()?, comm)?;
         req_arg(req)?;
         // SAFETY: MPI's contract for sendbuf/recvbuf, checked inside.
@@ -194,6 +196,7 @@ pub unsafe fn ireduce(
     req: *mut c_int,
 ) -> c_int {
     guard(name, Some(comm), || {
+        host_only(&[send, recv as *const c_void])?;
         let c = comm_of(runtime::get()?, comm)?;
         let cnt = count_arg(count, "count")?;
         let t = type_arg(dt, "datatype")?;
@@ -259,6 +262,7 @@ pub unsafe fn iallgather(
     req: *mut c_int,
 ) -> c_int {
     guard(name, Some(comm), || {
+        host_only(&[send, recv as *const c_void])?;
         let c = comm_of(runtime::get()?, comm)?;
         let rcnt = count_arg(rcount, "recvcount")?;
         let rt = type_arg(rdt, "recvtype")?;
@@ -373,6 +377,7 @@ pub unsafe fn ireduce_scatter(
     req: *mut c_int,
 ) -> c_int {
     guard(name, Some(comm), || {
+        host_only(&[send, recv as *const c_void])?;
         let c = comm_of(runtime::get()?, comm)?;
         let get = |i: usize| -> Result<usize> {
             // SAFETY: MPI requires recvcounts to hold one element per rank (i < size).
@@ -401,6 +406,7 @@ pub unsafe fn ireduce_scatter_block(
     req: *mut c_int,
 ) -> c_int {
     guard(name, Some(comm), || {
+        host_only(&[send, recv as *const c_void])?;
         let c = comm_of(runtime::get()?, comm)?;
         let n = count_arg(count, "recvcount")?;
         let kind = Kind::ReduceScatterBlock;
@@ -423,6 +429,7 @@ pub unsafe fn iallgatherv(
     req: *mut c_int,
 ) -> c_int {
     guard(name, Some(comm), || {
+        host_only(&[send, recv as *const c_void])?;
         let c = comm_of(runtime::get()?, comm)?;
         let (n, r) = (c.size(), c.rank);
         // SAFETY: MPI requires both arrays to hold one element per rank.
@@ -480,6 +487,7 @@ pub unsafe fn ialltoall(
     req: *mut c_int,
 ) -> c_int {
     guard(name, Some(comm), || {
+        host_only(&[send, recv as *const c_void])?;
         let c = comm_of(runtime::get()?, comm)?;
         let n = c.size();
         let rcnt = count_arg(rcount, "recvcount")?;
@@ -539,6 +547,7 @@ pub unsafe fn isend(
     req: *mut c_int,
 ) -> c_int {
     guard(name, Some(comm), || {
+        host_only(&[buf])?;
         let c = comm_of(runtime::get()?, comm)?;
         let (msg, staged) = outgoing(buf, count, dt, ["buf", "count", "datatype"])?;
         let tag = send_tag_arg(tag, "tag")?;
@@ -569,6 +578,7 @@ pub unsafe fn irecv(
     req: *mut c_int,
 ) -> c_int {
     guard(name, Some(comm), || {
+        host_only(&[buf])?;
         let c = comm_of(runtime::get()?, comm)?;
         let (into, staged) = incoming(buf, count, dt, ["buf", "count", "datatype"])?;
         let tag = recv_tag_arg(tag, "tag")?;
