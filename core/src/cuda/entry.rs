@@ -51,7 +51,7 @@ fn kernel_ok(red: &Reduction) -> bool {
     }
 }
 
-fn run(c: &Comm, bufs: &[Mem], empty: bool, kernel: bool) -> Result<Path> {
+fn run(c: &Comm, bufs: &[Mem], empty: bool, kernel: &dyn Fn() -> bool) -> Result<Path> {
     path::choose(
         c,
         &path::Call {
@@ -73,7 +73,7 @@ pub fn allreduce(
     sig: Signature,
 ) -> Result<()> {
     let empty = count == 0 || dt.extent == 0;
-    match run(c, &[send.mem, recv.mem], empty, kernel_ok(&red))? {
+    match run(c, &[send.mem, recv.mem], empty, &|| kernel_ok(&red))? {
         Path::Host => {
             let input = input_or(&send, recv.ptr);
             coll::allreduce(c, input, recv.ptr, count, dt, red, sig)
@@ -104,7 +104,7 @@ pub fn bcast(
     sig: Signature,
 ) -> Result<()> {
     let empty = count == 0 || dt.extent == 0;
-    match run(c, &[buf.mem], empty, true)? {
+    match run(c, &[buf.mem], empty, &|| true)? {
         Path::Host => coll::bcast(c, buf.ptr, count, dt, root, sig),
         Path::Staged { segmented } => staged::bcast(c, buf, count, dt, root, sig, segmented),
         Path::Ipc => ipc_coll::bcast(super::cuda()?, c, dbuf(&buf)?, count * dt.extent, root, sig),
@@ -125,7 +125,7 @@ pub fn reduce(
     sig: Signature,
 ) -> Result<()> {
     let empty = count == 0 || dt.extent == 0;
-    match run(c, &[send.mem, recv.mem], empty, kernel_ok(&red))? {
+    match run(c, &[send.mem, recv.mem], empty, &|| kernel_ok(&red))? {
         Path::Host => {
             let input = input_or(&send, recv.ptr);
             coll::reduce(c, input, recv.ptr, count, dt, red, root, sig)
@@ -157,7 +157,7 @@ pub fn allgather(
     sig: Signature,
 ) -> Result<()> {
     let block = count * dt.extent;
-    match run(c, &[send.mem, recv.mem], block == 0, true)? {
+    match run(c, &[send.mem, recv.mem], block == 0, &|| true)? {
         Path::Host => {
             let input = input_or(&send, recv.ptr.wrapping_add(c.rank * block));
             coll::allgather(c, input, recv.ptr, count, dt, sig)
@@ -186,7 +186,7 @@ pub fn reduce_scatter(
     sig: Signature,
 ) -> Result<()> {
     let empty = counts.iter().all(|&n| n == 0) || dt.extent == 0;
-    match run(c, &[send.mem, recv.mem], empty, kernel_ok(&red))? {
+    match run(c, &[send.mem, recv.mem], empty, &|| kernel_ok(&red))? {
         Path::Host => {
             let input = input_or(&send, recv.ptr);
             coll::reduce_scatter(c, input, recv.ptr, counts, dt, red, sig)

@@ -83,9 +83,24 @@ pub(crate) fn has_entry(ptx: &str, name: &str) -> bool {
     })
 }
 
-/// Whether the shipped PTX has the kernel for `(t, o)` (no CUDA call).
+/// Whether the shipped PTX has the kernel for `(t, o)` (no CUDA call). The PTX is searched
+/// once per process, for every pair.
 pub(crate) fn available(t: ElemType, o: ReduceOp) -> bool {
-    kernel_name(t, o).is_some_and(|n| has_entry(PTX, &n))
+    static HAVE: std::sync::OnceLock<Vec<(ElemType, ReduceOp)>> = std::sync::OnceLock::new();
+    HAVE.get_or_init(|| {
+        use ElemType::*;
+        use ReduceOp::*;
+        let types = [
+            I8, U8, I16, U16, I32, U32, I64, U64, F16, BF16, F32, F64, Bool, Byte, Char,
+        ];
+        let ops = [Max, Min, Sum, Prod, Land, Band, Lor, Bor, Lxor, Bxor];
+        types
+            .iter()
+            .flat_map(|&t| ops.iter().map(move |&o| (t, o)))
+            .filter(|&(t, o)| kernel_name(t, o).is_some_and(|n| has_entry(PTX, &n)))
+            .collect()
+    })
+    .contains(&(t, o))
 }
 
 /// One source of a launch in a chain: the call's input `i`, or `dst` (the fold so far).

@@ -113,8 +113,9 @@ pub(crate) struct Call<'a> {
     pub bufs: &'a [Mem],
     /// Nothing moves on any rank (every rank knows this alike).
     pub empty: bool,
-    /// A kernel exists for the call's datatype and op (`true` for data movement).
-    pub kernel: bool,
+    /// Whether a kernel exists for the call's datatype and op (`true` for data movement);
+    /// asked only when the ranks vote.
+    pub kernel: &'a dyn Fn() -> bool,
 }
 
 /// Chooses the path of one call; collective over `c` (see the module docs).
@@ -135,9 +136,9 @@ pub(crate) fn choose(c: &Comm, call: &Call<'_>) -> Result<Path> {
     let can_ipc = has_device
         && one_ctx
         && no_host
-        && call.kernel
         && super::active().is_some()
-        && all_local(c);
+        && all_local(c)
+        && (call.kernel)();
     let all = exchange(c, vote_word(can_ipc, has_device))?
         .iter()
         .fold(u32::MAX, |a, w| a & w);
