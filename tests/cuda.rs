@@ -277,6 +277,32 @@ fn device_buffers_on_the_fake_driver() {
 }
 
 #[test]
+fn a_rank_that_cannot_map_its_peers_makes_everyone_stage() {
+    let s = Scratch::new("noopen");
+    let exe = build_prog(&s);
+    let fake = fake_driver(&s);
+    let o = run(
+        &s,
+        &exe,
+        3,
+        &["device"],
+        &[
+            ("LD_LIBRARY_PATH", fake.to_str().unwrap()),
+            ("FAKECUDA_FAIL_OPEN", "1"),
+            ("HCOMM_DEBUG", "INFO"),
+        ],
+    );
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    let ok = ok_lines(&out);
+    assert_eq!(ok.len(), 3, "{out}\n{err}");
+    // Rank 1 failed its first mapping; from then on the communicator stages, so the others
+    // mapped only what the first IPC call opened before the agreement.
+    assert!(ok.iter().any(|&(r, opens)| r == 1 && opens == 0), "{out}");
+    assert!(err.contains("CUDA IPC unusable"), "{err}");
+}
+
+#[test]
 fn cuda_arriving_after_the_first_collective() {
     let s = Scratch::new("late");
     let exe = build_prog(&s);

@@ -125,6 +125,11 @@ impl Comm {
         self.seq.fetch_add(1, Ordering::Relaxed)
     }
 
+    /// The number the next call will take (for failure notices of work between calls).
+    pub fn peek_seq(&self) -> u64 {
+        self.seq.load(Ordering::Relaxed)
+    }
+
     pub fn ctx(&self, sig: Signature, seq: u64, extent: usize) -> Ctx<'_> {
         Ctx {
             ep: &self.ep,

@@ -14,6 +14,7 @@
  *  - contexts are tokens; the current one is per thread, so tests can check that hcomm
  *    restores the caller's.
  *
+ * FAKECUDA_FAIL_OPEN=r makes cuIpcOpenMemHandle fail on rank r (HCOMM_RANK).
  * Test helpers (not CUDA): fake_alloc_noipc (device memory without an IPC handle, like
  * cudaMallocAsync pools), fake_ipc_opens (mappings opened so far), fake_is_device.
  */
@@ -168,6 +169,9 @@ CUresult cuIpcGetMemHandle(CUipcMemHandle *h, CUdeviceptr base) {
 
 CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *p, CUipcMemHandle h, unsigned flags) {
     (void)flags;
+    /* FAKECUDA_FAIL_OPEN=r: rank r cannot map peers' memory (no peer access, say). */
+    const char *fail = getenv("FAKECUDA_FAIL_OPEN"), *me = getenv("HCOMM_RANK");
+    if (fail && me && !strcmp(fail, me)) return 217; /* CUDA_ERROR_PEER_ACCESS_UNSUPPORTED */
     struct range r = {0};
     memcpy(&r.size, h.reserved, 8);
     memcpy(&r.id, h.reserved + 8, 8);

@@ -81,16 +81,13 @@ pub fn allreduce(
         Path::Staged { segmented } => {
             staged::allreduce(c, send, recv, count, dt, red, sig, segmented)
         }
-        Path::Ipc => ipc_coll::allreduce(
-            super::cuda()?,
-            c,
-            opt_dbuf(&send)?,
-            dbuf(&recv)?,
-            count,
-            dt,
-            red,
-            sig,
-        ),
+        Path::Ipc => {
+            let cuda = super::cuda()?;
+            if !ipc_coll::allreduce(cuda, c, opt_dbuf(&send)?, dbuf(&recv)?, count, dt, red, sig)? {
+                staged::allreduce(c, send, recv, count, dt, red, sig, true)?;
+            }
+            Ok(())
+        }
     }
 }
 
@@ -107,7 +104,13 @@ pub fn bcast(
     match run(c, &[buf.mem], empty, &|| true)? {
         Path::Host => coll::bcast(c, buf.ptr, count, dt, root, sig),
         Path::Staged { segmented } => staged::bcast(c, buf, count, dt, root, sig, segmented),
-        Path::Ipc => ipc_coll::bcast(super::cuda()?, c, dbuf(&buf)?, count * dt.extent, root, sig),
+        Path::Ipc => {
+            let cuda = super::cuda()?;
+            if !ipc_coll::bcast(cuda, c, dbuf(&buf)?, count * dt.extent, root, sig)? {
+                staged::bcast(c, buf, count, dt, root, sig, true)?;
+            }
+            Ok(())
+        }
     }
 }
 
@@ -133,17 +136,14 @@ pub fn reduce(
         Path::Staged { segmented } => {
             staged::reduce(c, send, recv, count, dt, red, root, sig, segmented)
         }
-        Path::Ipc => ipc_coll::reduce(
-            super::cuda()?,
-            c,
-            opt_dbuf(&send)?,
-            opt_dbuf(&recv)?,
-            count,
-            dt,
-            red,
-            root,
-            sig,
-        ),
+        Path::Ipc => {
+            let cuda = super::cuda()?;
+            let (s, r) = (opt_dbuf(&send)?, opt_dbuf(&recv)?);
+            if !ipc_coll::reduce(cuda, c, s, r, count, dt, red, root, sig)? {
+                staged::reduce(c, send, recv, count, dt, red, root, sig, true)?;
+            }
+            Ok(())
+        }
     }
 }
 
@@ -163,14 +163,13 @@ pub fn allgather(
             coll::allgather(c, input, recv.ptr, count, dt, sig)
         }
         Path::Staged { .. } => staged::allgather(c, send, recv, count, dt, sig),
-        Path::Ipc => ipc_coll::allgather(
-            super::cuda()?,
-            c,
-            opt_dbuf(&send)?,
-            dbuf(&recv)?,
-            block,
-            sig,
-        ),
+        Path::Ipc => {
+            let cuda = super::cuda()?;
+            if !ipc_coll::allgather(cuda, c, opt_dbuf(&send)?, dbuf(&recv)?, block, sig)? {
+                staged::allgather(c, send, recv, count, dt, sig)?;
+            }
+            Ok(())
+        }
     }
 }
 
@@ -194,20 +193,15 @@ pub fn reduce_scatter(
         Path::Staged { .. } => staged::reduce_scatter(c, send, recv, counts, dt, red, sig),
         Path::Ipc => {
             // A rank that receives nothing may pass any recvbuf: its block is empty.
-            let recv = match (recv.mem, send.mem) {
+            let dr = match (recv.mem, send.mem) {
                 (Mem::None, Mem::Device(dev)) => DBuf { ptr: recv.ptr, dev },
                 _ => dbuf(&recv)?,
             };
-            ipc_coll::reduce_scatter(
-                super::cuda()?,
-                c,
-                opt_dbuf(&send)?,
-                recv,
-                counts,
-                dt,
-                red,
-                sig,
-            )
+            let cuda = super::cuda()?;
+            if !ipc_coll::reduce_scatter(cuda, c, opt_dbuf(&send)?, dr, counts, dt, red, sig)? {
+                staged::reduce_scatter(c, send, recv, counts, dt, red, sig)?;
+            }
+            Ok(())
         }
     }
 }

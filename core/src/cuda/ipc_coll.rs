@@ -175,14 +175,44 @@ fn with_call<T>(
         slot: &mut lease,
     };
     let r = body(&mut call, &mut mapped);
-    if r.is_err() {
-        // Nothing of ours may still run into the user's buffers after we return.
+    if let Err(e) = &r {
+        // Nothing of ours may still run into the user's buffers after we return, and the
+        // peers waiting for this rank in the call's barriers must not wait forever.
         let _ = call.slot.wait();
+        c.ep.send_notice(&c.world, c.id, c.peek_seq(), &e.msg);
     }
     drop(mapped);
     drop(lease);
     drop(bound);
     r
+}
+
+/// Each rank's addresses (in this context) of shares `which` (`(index, own address)`), once
+/// every rank could map what it needs. `None` when some rank could not (every rank gets the
+/// same answer): the call then goes through host memory instead, and so do later ones on
+/// this communicator. The agreement also tells each rank that every peer is past its
+/// mapping.
+fn map_all(
+    c: &Comm,
+    all: &[Vec<Option<Share>>],
+    which: &[(usize, u64)],
+    mapped: &mut Mapped<'_>,
+) -> Result<Option<Vec<Vec<u64>>>> {
+    let got: Result<Vec<Vec<u64>>> = which
+        .iter()
+        .map(|&(i, mine)| peers(c, all, i, mine, mapped))
+        .collect();
+    if let Err(e) = &got {
+        crate::info!(
+            "CUDA IPC unusable on comm {:x}: {e}; staging through host memory",
+            c.id
+        );
+    }
+    if !super::path::all_agree(c, got.is_ok())? {
+        super::path::mark_ipc_broken(c);
+        return Ok(None);
+    }
+    got.map(Some)
 }
 
 /// Each rank's address (in this context) of share `i`: its own `mine` for this rank.
@@ -232,7 +262,7 @@ pub(crate) fn allreduce(
     dt: &Datatype,
     red: Reduction,
     sig: Signature,
-) -> Result<()> {
+) -> Result<bool> {
     let name = kernel(dt, red)?;
     let ext = dt.extent;
     let bytes = count * ext;
@@ -247,8 +277,10 @@ pub(crate) fn allreduce(
             None => (x, xs),
         };
         let all = call.exchange(sig, &[Some(xs), Some(ys)])?;
-        let px = peers(c, &all, 0, x, mapped)?;
-        let py = peers(c, &all, 1, y, mapped)?;
+        let Some(p) = map_all(c, &all, &[(0, x), (1, y)], mapped)? else {
+            return Ok(false);
+        };
+        let (px, py) = (&p[0], &p[1]);
         let blocks = even_blocks(count, c.size());
         let (off, n) = blocks[c.rank];
         let inputs: Vec<u64> = px.iter().map(|&p| p + (off * ext) as u64).collect();
@@ -272,7 +304,8 @@ pub(crate) fn allreduce(
                     .d2d(at(recv.ptr, off * ext), py[p] + (off * ext) as u64, n * ext)?;
             }
         }
-        call.sync_all()
+        call.sync_all()?;
+        Ok(true)
     })
 }
 
@@ -287,7 +320,7 @@ pub(crate) fn reduce_scatter(
     dt: &Datatype,
     red: Reduction,
     sig: Signature,
-) -> Result<()> {
+) -> Result<bool> {
     let name = kernel(dt, red)?;
     let ext = dt.extent;
     let total: usize = counts.iter().sum();
@@ -298,8 +331,10 @@ pub(crate) fn reduce_scatter(
         let input = send.unwrap_or(recv);
         let (x, xs) = call.shareable(&input, total * ext, Staging::First, true)?;
         let all = call.exchange(sig, &[Some(xs)])?;
-        let px = peers(c, &all, 0, x, mapped)?;
-        let inputs: Vec<u64> = px.iter().map(|&p| p + (off * ext) as u64).collect();
+        let Some(p) = map_all(c, &all, &[(0, x)], mapped)? else {
+            return Ok(false);
+        };
+        let inputs: Vec<u64> = p[0].iter().map(|&p| p + (off * ext) as u64).collect();
         // In place on a shared user buffer, peers read its blocks until the barrier: the
         // result goes to our own block first (only we read it) and moves to the front after.
         let shared_in_place = send.is_none() && x == recv.addr();
@@ -334,7 +369,7 @@ pub(crate) fn reduce_scatter(
             }
             call.slot.wait()?;
         }
-        Ok(())
+        Ok(true)
     })
 }
 
@@ -347,7 +382,7 @@ pub(crate) fn allgather(
     recv: DBuf,
     block: usize,
     sig: Signature,
-) -> Result<()> {
+) -> Result<bool> {
     let r = c.rank;
     let own = DBuf {
         ptr: recv.ptr.wrapping_add(r * block),
@@ -357,14 +392,17 @@ pub(crate) fn allgather(
         let mine = send.unwrap_or(own);
         let (x, xs) = call.shareable(&mine, block, Staging::First, true)?;
         let all = call.exchange(sig, &[Some(xs)])?;
-        let px = peers(c, &all, 0, x, mapped)?;
-        for (p, &src) in px.iter().enumerate() {
+        let Some(px) = map_all(c, &all, &[(0, x)], mapped)? else {
+            return Ok(false);
+        };
+        for (p, &src) in px[0].iter().enumerate() {
             if p != r || send.is_some() {
                 let src = if p == r { mine.addr() } else { src };
                 call.slot.d2d(at(recv.ptr, p * block), src, block)?;
             }
         }
-        call.sync_all()
+        call.sync_all()?;
+        Ok(true)
     })
 }
 
@@ -376,7 +414,7 @@ pub(crate) fn bcast(
     bytes: usize,
     root: usize,
     sig: Signature,
-) -> Result<()> {
+) -> Result<bool> {
     with_call(cuda, c, &buf.dev, |call, mapped| {
         let mine = if c.rank == root {
             Some(call.shareable(&buf, bytes, Staging::First, true)?)
@@ -384,14 +422,29 @@ pub(crate) fn bcast(
             None
         };
         let all = call.exchange(sig, &[mine.map(|m| m.1)])?;
-        if c.rank != root {
-            let s = all[root][0]
+        let src = if c.rank == root {
+            Ok(0)
+        } else {
+            all[root][0]
                 .as_ref()
-                .ok_or_else(|| Error::intern(format!("root {root} shared no device buffer")))?;
-            let src = mapped.open(c.world[root], s)?;
-            call.slot.d2d(buf.addr(), src, bytes)?;
+                .ok_or_else(|| Error::intern(format!("root {root} shared no device buffer")))
+                .and_then(|s| mapped.open(c.world[root], s))
+        };
+        if let Err(e) = &src {
+            crate::info!(
+                "CUDA IPC unusable on comm {:x}: {e}; staging through host memory",
+                c.id
+            );
         }
-        call.sync_all()
+        if !super::path::all_agree(c, src.is_ok())? {
+            super::path::mark_ipc_broken(c);
+            return Ok(false);
+        }
+        if c.rank != root {
+            call.slot.d2d(buf.addr(), src?, bytes)?;
+        }
+        call.sync_all()?;
+        Ok(true)
     })
 }
 
@@ -408,7 +461,7 @@ pub(crate) fn reduce(
     red: Reduction,
     root: usize,
     sig: Signature,
-) -> Result<()> {
+) -> Result<bool> {
     let name = kernel(dt, red)?;
     let ext = dt.extent;
     let input = send
@@ -417,9 +470,19 @@ pub(crate) fn reduce(
     with_call(cuda, c, &input.dev, |call, mapped| {
         let (x, xs) = call.shareable(&input, count * ext, Staging::First, true)?;
         let all = call.exchange(sig, &[Some(xs)])?;
+        // Only the root maps; the others agree with its outcome.
+        let px = if c.rank == root {
+            map_all(c, &all, &[(0, x)], mapped)?
+        } else {
+            super::path::all_agree(c, true)?.then(Vec::new)
+        };
+        let Some(px) = px else {
+            super::path::mark_ipc_broken(c);
+            return Ok(false);
+        };
         if c.rank == root {
             let out = recv.ok_or_else(|| Error::intern("reduce root without recvbuf"))?;
-            let px = peers(c, &all, 0, x, mapped)?;
+            let px = &px[0];
             // SAFETY: every rank's whole input, `count` elements; the output is the root's
             // recvbuf, equal to its own input when in place (and shared directly), else
             // disjoint from every input.
@@ -428,14 +491,15 @@ pub(crate) fn reduce(
                     &mut call.res.module.lock(),
                     call.slot,
                     &name,
-                    &px,
+                    px,
                     out.addr(),
                     count as u64,
                     ext,
                 )?
             };
         }
-        call.sync_all()
+        call.sync_all()?;
+        Ok(true)
     })
 }
 

@@ -86,6 +86,27 @@ fn aware(c: &Comm) -> Result<bool> {
     Ok(any)
 }
 
+/// Whether every rank says `ok` (collective over `c`).
+pub(crate) fn all_agree(c: &Comm, ok: bool) -> Result<bool> {
+    Ok(exchange(c, u32::from(ok))?.iter().all(|&w| w == 1))
+}
+
+/// Communicators on which mapping a peer's buffer failed once (no peer access between the
+/// devices, IPC forbidden by the container, ...): every member recorded it after the same
+/// agreement, so they all stop voting for IPC there.
+static IPC_BROKEN: parking_lot::Mutex<Vec<u64>> = parking_lot::Mutex::new(Vec::new());
+
+pub(crate) fn mark_ipc_broken(c: &Comm) {
+    let mut b = IPC_BROKEN.lock();
+    if !b.contains(&c.id) {
+        b.push(c.id);
+    }
+}
+
+fn ipc_broken(c: &Comm) -> bool {
+    IPC_BROKEN.lock().contains(&c.id)
+}
+
 /// Every rank's `word` (an internal allgather: it takes a call number like any collective,
 /// at the same place on every rank).
 fn exchange(c: &Comm, word: u32) -> Result<Vec<u32>> {
@@ -138,7 +159,8 @@ pub(crate) fn choose(c: &Comm, call: &Call<'_>) -> Result<Path> {
         && no_host
         && super::active().is_some()
         && all_local(c)
-        && (call.kernel)();
+        && (call.kernel)()
+        && !ipc_broken(c);
     let all = exchange(c, vote_word(can_ipc, has_device))?
         .iter()
         .fold(u32::MAX, |a, w| a & w);
