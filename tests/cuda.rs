@@ -303,6 +303,29 @@ fn a_rank_that_cannot_map_its_peers_makes_everyone_stage() {
 }
 
 #[test]
+fn a_thread_without_a_current_context() {
+    // The driver refuses cuPointerGetAttributes without a current context, and the program
+    // has none current: hcomm asks from a primary context and restores "none".
+    let s = Scratch::new("noctx");
+    let exe = build_prog(&s);
+    let fake = fake_driver(&s);
+    let o = run(
+        &s,
+        &exe,
+        2,
+        &["device"],
+        &[
+            ("LD_LIBRARY_PATH", fake.to_str().unwrap()),
+            ("FAKECUDA_NEED_CTX", "1"),
+            ("FAKECUDA_NO_USER_CTX", "1"),
+        ],
+    );
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    assert_eq!(ok_lines(&out).len(), 2, "{out}\n{err}");
+}
+
+#[test]
 fn cuda_arriving_after_the_first_collective() {
     let s = Scratch::new("late");
     let exe = build_prog(&s);

@@ -29,7 +29,8 @@ static int (*CtxSet)(void *);
 static int (*Opens)(void);
 
 static int rank, size, failures;
-#define USER_CTX ((void *)0x1234)
+/* The caller's current context: a token, or none with FAKECUDA_NO_USER_CTX. */
+static void *USER_CTX = (void *)0x1234;
 
 #define CHECK(cond, ...)                                                   \
     do {                                                                   \
@@ -59,6 +60,7 @@ static void load_cuda(void) {
         fprintf(stderr, "rank %d: libcuda.so.1 is not the test's fake\n", rank);
         exit(2);
     }
+    if (getenv("FAKECUDA_NO_USER_CTX")) USER_CTX = NULL;
     CtxSet(USER_CTX);
 }
 

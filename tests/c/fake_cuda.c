@@ -14,6 +14,7 @@
  *  - contexts are tokens; the current one is per thread, so tests can check that hcomm
  *    restores the caller's.
  *
+ * FAKECUDA_NEED_CTX=1 makes cuPointerGetAttributes fail without a current context.
  * FAKECUDA_FAIL_OPEN=r makes cuIpcOpenMemHandle fail on rank r (HCOMM_RANK).
  * Test helpers (not CUDA): fake_alloc_noipc (device memory without an IPC handle, like
  * cudaMallocAsync pools), fake_ipc_opens (mappings opened so far), fake_is_device.
@@ -119,6 +120,8 @@ CUresult cuGetErrorName(CUresult e, const char **s) {
 }
 
 CUresult cuPointerGetAttributes(unsigned n, unsigned *attrs, void **data, CUdeviceptr p) {
+    /* FAKECUDA_NEED_CTX: like drivers that want a current context for this call. */
+    if (getenv("FAKECUDA_NEED_CTX") && !current) return 201; /* CUDA_ERROR_INVALID_CONTEXT */
     pthread_mutex_lock(&lock);
     struct range *r = find((uintptr_t)p);
     for (unsigned i = 0; i < n; i++) {

@@ -98,6 +98,26 @@ pub fn any_device(ptrs: &[*const c_void]) -> bool {
 
 /// Asks the driver (CUDA is active).
 pub(crate) fn query(p: *const c_void) -> Result<Mem> {
+    let r = attributes(p)?;
+    match r {
+        Err(sys::CUresult::CUDA_ERROR_INVALID_CONTEXT) => {
+            // A thread with no current context (the program's CUDA work runs on another
+            // thread): ask again from device 0's primary context, restoring "none" after.
+            let _bound = super::cuda()?.ctxs.bind(&Dev {
+                ordinal: 0,
+                buffer_id: 0,
+                ctx: 0,
+                managed: false,
+            })?;
+            attributes(p)?.map_err(|r| drv::error(r, "cuPointerGetAttributes"))
+        }
+        Err(r) => Err(drv::error(r, "cuPointerGetAttributes")),
+        Ok(m) => Ok(m),
+    }
+}
+
+/// One `cuPointerGetAttributes`; the driver's code when it fails.
+fn attributes(p: *const c_void) -> Result<std::result::Result<Mem, sys::CUresult>> {
     use sys::CUpointer_attribute as A;
     let mut attrs = [
         A::CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
@@ -123,16 +143,18 @@ pub(crate) fn query(p: *const c_void) -> Result<Mem> {
     };
     if r == sys::CUresult::CUDA_ERROR_DEINITIALIZED {
         // The driver is shutting down (process exit): no device buffer can be in use.
-        return Ok(Mem::Host);
+        return Ok(Ok(Mem::Host));
     }
-    drv::check(r, "cuPointerGetAttributes")?;
-    Ok(from_attrs(
+    if r != sys::CUresult::CUDA_SUCCESS {
+        return Ok(Err(r));
+    }
+    Ok(Ok(from_attrs(
         slots[0] as u32,
         slots[1] as u32 as i32,
         slots[2],
         slots[3] as u32 != 0,
         slots[4] as usize,
-    ))
+    )))
 }
 
 /// The classification from the attribute values (`CUmemorytype`: 1 host, 2 device, 3

@@ -50,10 +50,12 @@ pub(crate) fn check(r: CUresult, what: &str) -> Result<()> {
     if r == CUresult::CUDA_SUCCESS {
         return Ok(());
     }
-    Err(Error::other(format!(
-        "CUDA {what} failed: {}",
-        code_name(r)
-    )))
+    Err(error(r, what))
+}
+
+/// The error for a failed call `what` (`r` is not `CUDA_SUCCESS`).
+pub(crate) fn error(r: CUresult, what: &str) -> Error {
+    Error::other(format!("CUDA {what} failed: {}", code_name(r)))
 }
 
 /// `CUDA_ERROR_X (n)`, or just the number when the driver does not know it.
