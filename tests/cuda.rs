@@ -341,3 +341,64 @@ fn cuda_arriving_after_the_first_collective() {
     assert!(o.status.success(), "{out}\n{err}");
     assert_eq!(ok_lines(&out).len(), 2, "{out}\n{err}");
 }
+
+#[test]
+fn preload_never_hands_device_buffers_to_a_host_that_is_not_cuda_aware() {
+    let tool = |t: &str| {
+        Command::new(t)
+            .arg("-v")
+            .output()
+            .map(|o| o.status.success())
+            .unwrap_or(false)
+    };
+    if !tool("mpicc.mpich") {
+        eprintln!("no mpicc.mpich: skipped");
+        return;
+    }
+    let s = Scratch::new("preload");
+    let fake = fake_driver(&s);
+    let exe = s.dir.join("cuda_preload");
+    let out = Command::new("mpicc.mpich")
+        .arg(format!("{SOURCE}/tests/c/cuda_preload.c"))
+        .arg("-o")
+        .arg(&exe)
+        .arg("-ldl")
+        .output()
+        .expect("mpicc.mpich");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let preload = hcomm_bin().with_file_name("libhcomm_preload.so");
+    assert!(preload.is_file(), "build libhcomm_preload.so first");
+    let o = Command::new("mpiexec.mpich")
+        .args(["-n", "2", "-genv", "LD_PRELOAD"])
+        .arg(&preload)
+        .args(["-genv", "LD_LIBRARY_PATH"])
+        .arg(&fake)
+        .args(["-genv", "FAKECUDA_TAG", &s.tag])
+        .args(["-genv", "HCOMM_STATS", "1"])
+        .arg(&exe)
+        .stdin(Stdio::null())
+        .output()
+        .expect("mpiexec.mpich");
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    let ok: Vec<&str> = out.lines().filter(|l| l.starts_with("OK rank")).collect();
+    assert_eq!(ok.len(), 2, "{out}\n{err}");
+    // Debian's MPICH is built without CUDA: its answer, not hcomm's, reaches the program.
+    assert!(
+        ok.iter().all(|l| l.ends_with("host-cuda-support 0")),
+        "{out}"
+    );
+    assert_eq!(
+        err.matches("the host MPI is not CUDA-aware").count(),
+        2,
+        "{err}"
+    );
+    assert!(
+        err.contains("allreduce_handled=1"),
+        "hcomm took the predefined one:\n{err}"
+    );
+}
