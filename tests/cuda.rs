@@ -1,10 +1,10 @@
-//! Device buffers without a GPU: `tests/c/cuda_fake.c` under `hcomm run`, against
+//! Device buffers without a GPU: `tests/cuda/cuda_fake.c` under `hcomm run`, against
 //!
 //! * no CUDA at all (this machine): `MPIX_Query_cuda_support` is 0, collectives work with
 //!   `HCOMM_CUDA` unset, 0 and 1, and "CUDA unavailable" is logged once per rank at INFO
 //!   when CUDA was asked for;
 //! * a `libcuda.so.1` that lacks symbols, and one whose `cuInit` fails: the same, no crash;
-//! * `tests/c/fake_cuda.c`, a driver whose device memory the CPU cannot touch (a host
+//! * `tests/cuda/fake_cuda.c`, a driver whose device memory the CPU cannot touch (a host
 //!   dereference of a device pointer faults): every device-buffer collective, over shared
 //!   memory (IPC path where no kernel is needed, staged elsewhere) and over TCP (staged),
 //!   mixed host/device ranks, memory without IPC handles, re-allocated buffers, the
@@ -72,7 +72,7 @@ fn build_prog(s: &Scratch) -> PathBuf {
         "-O1",
         "-I",
         &format!("{SOURCE}/include"),
-        &format!("{SOURCE}/tests/c/cuda_fake.c"),
+        &format!("{SOURCE}/tests/cuda/cuda_fake.c"),
         "-o",
         exe.to_str().unwrap(),
         "-L",
@@ -218,7 +218,7 @@ fn fake_driver(s: &Scratch) -> PathBuf {
     let dir = s.dir.join("fake");
     build_lib(
         &dir,
-        &PathBuf::from(format!("{SOURCE}/tests/c/fake_cuda.c")),
+        &PathBuf::from(format!("{SOURCE}/tests/cuda/fake_cuda.c")),
     );
     let out = Command::new("nm")
         .args(["-D", "--defined-only"])
@@ -359,7 +359,7 @@ fn preload_never_hands_device_buffers_to_a_host_that_is_not_cuda_aware() {
     let fake = fake_driver(&s);
     let exe = s.dir.join("cuda_preload");
     let out = Command::new("mpicc.mpich")
-        .arg(format!("{SOURCE}/tests/c/cuda_preload.c"))
+        .arg(format!("{SOURCE}/tests/cuda/cuda_preload.c"))
         .arg("-o")
         .arg(&exe)
         .arg("-ldl")

@@ -1,6 +1,6 @@
 /*
  * cuda_preload.c -- device buffers under libhcomm_preload.so with a host MPI that is not
- * CUDA-aware (Debian's MPICH), against tests/c/fake_cuda.c (see tests/cuda.rs).
+ * CUDA-aware (Debian's MPICH), against tests/cuda/fake_cuda.c (see tests/cuda.rs).
  *
  * A device-buffer allreduce with a predefined datatype is taken by hcomm (result checked);
  * one with a derived datatype is not, and must fail with MPI_ERR_BUFFER instead of reaching

@@ -1,5 +1,5 @@
 /*
- * cuda_fake.c -- device-buffer collectives against tests/c/fake_cuda.c (see tests/cuda.rs).
+ * cuda_fake.c -- device-buffer collectives against tests/cuda/fake_cuda.c (see tests/cuda.rs).
  *
  * The driver functions come from whatever libcuda.so.1 the loader finds (dlopen, as a CUDA
  * program's runtime would load it): the fake one, whose device memory the CPU cannot touch.
