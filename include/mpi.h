@@ -384,6 +384,7 @@ int MPI_Get_library_version(char *version, int *resultlen);
 int MPI_Get_processor_name(char *name, int *resultlen);
 double MPI_Wtime(void);
 double MPI_Wtick(void);
+int MPIX_Query_cuda_support(void);
 
 /* Communicators and error handling */
 int MPI_Comm_rank(MPI_Comm comm, int *rank);
@@ -534,6 +535,7 @@ int PMPI_Get_library_version(char *version, int *resultlen);
 int PMPI_Get_processor_name(char *name, int *resultlen);
 double PMPI_Wtime(void);
 double PMPI_Wtick(void);
+int PMPIX_Query_cuda_support(void);
 int PMPI_Comm_rank(MPI_Comm comm, int *rank);
 int PMPI_Comm_size(MPI_Comm comm, int *size);
 int PMPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm);

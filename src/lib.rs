@@ -152,6 +152,7 @@ export_mpi_functions! {
     fn MPI_Get_processor_name / PMPI_Get_processor_name(name: *mut c_char, resultlen: *mut c_int) -> c_int => api::get_processor_name;
     fn MPI_Wtime / PMPI_Wtime() -> f64 => api::wtime;
     fn MPI_Wtick / PMPI_Wtick() -> f64 => api::wtick;
+    fn MPIX_Query_cuda_support / PMPIX_Query_cuda_support() -> c_int => api::query_cuda_support;
     fn MPI_Comm_rank / PMPI_Comm_rank(comm: Comm, rank: *mut c_int) -> c_int => api::comm_rank;
     fn MPI_Comm_size / PMPI_Comm_size(comm: Comm, size: *mut c_int) -> c_int => api::comm_size;
     fn MPI_Comm_dup / PMPI_Comm_dup(comm: Comm, newcomm: *mut Comm) -> c_int => api::comm_dup;

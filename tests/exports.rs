@@ -40,17 +40,27 @@ fn exported_symbols_match_checked_in_list() {
         "exports of {} differ from src/libhcomm.symbols",
         lib.display()
     );
-    // Every function comes as MPI_X and PMPI_X.
+    // Every function comes as MPI_X and PMPI_X (extensions: MPIX_X and PMPIX_X).
     for s in &want {
         if let Some(rest) = s.strip_prefix("MPI_") {
             assert!(
                 want.contains(&format!("PMPI_{rest}")),
                 "{s} has no PMPI_ twin"
             );
+        } else if let Some(rest) = s.strip_prefix("MPIX_") {
+            assert!(
+                want.contains(&format!("PMPIX_{rest}")),
+                "{s} has no PMPIX_ twin"
+            );
         } else {
-            assert!(s.starts_with("PMPI_"), "unexpected export {s}");
+            assert!(
+                s.starts_with("PMPI_") || s.starts_with("PMPIX_"),
+                "unexpected export {s}"
+            );
         }
     }
+    // CUDA-aware programs ask MPICH's question; hcomm answers it.
+    assert!(want.iter().any(|s| s == "MPIX_Query_cuda_support"));
 }
 
 #[test]
@@ -84,7 +94,11 @@ fn header_declares_exactly_the_exports() {
                 .last()
                 .map(|n| n.trim_start_matches('*'))
         })
-        .filter(|n| n.starts_with("MPI_") || n.starts_with("PMPI_"))
+        .filter(|n| {
+            ["MPI_", "PMPI_", "MPIX_", "PMPIX_"]
+                .iter()
+                .any(|p| n.starts_with(p))
+        })
         .collect();
     declared.sort();
     let mut exported: Vec<&str> = listed.lines().filter(|l| !l.is_empty()).collect();

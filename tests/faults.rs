@@ -390,7 +390,9 @@ fn allreduce_count_10_against_20_names_both_calls() {
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(elapsed < Duration::from_secs(30), "took {elapsed:?}");
-    let want = "collective call mismatch on MPI_COMM_WORLD (call 0): rank 0 in MPI_Allreduce(count=10, MPI_FLOAT, MPI_SUM), rank 1 in MPI_Allreduce(count=20, MPI_FLOAT, MPI_SUM)";
+    // Call 0 is the communicator's agreement on device buffers (crate::cuda::path), made
+    // at its first collective that can carry them: the program's first allreduce is call 1.
+    let want = "collective call mismatch on MPI_COMM_WORLD (call 1): rank 0 in MPI_Allreduce(count=10, MPI_FLOAT, MPI_SUM), rank 1 in MPI_Allreduce(count=20, MPI_FLOAT, MPI_SUM)";
     for r in 0..2 {
         assert!(
             lines_of(&err, r).iter().any(|l| l.contains(want)),

@@ -12,7 +12,7 @@
 //! host identity (hostname + boot id), gathered once over the parent: it needs nothing from
 //! the transport setup, and ranks on one host land in one communicator whatever launched them.
 
-use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -39,6 +39,9 @@ pub struct Comm {
     /// `MPI_Comm_set_name`/`MPI_Comm_get_name`; new communicators have none (as in MPICH and
     /// Open MPI, a dup does not inherit the name).
     name: Mutex<String>,
+    /// Whether the members agreed that device buffers may occur (`crate::cuda`, agreed at
+    /// the first collective that can carry them; every communicator agrees on its own).
+    pub(crate) cuda: AtomicU8,
 }
 
 /// splitmix64: a cheap, well-mixed 64-bit hash step.
@@ -91,6 +94,7 @@ impl Comm {
             errhandler: AtomicI32::new(errhandler),
             logged: Mutex::new(Vec::new()),
             name: Mutex::new(default_name(id).to_string()),
+            cuda: AtomicU8::new(0),
         }
     }
 
@@ -119,6 +123,11 @@ impl Comm {
     /// The next call number; every member calls collectives in the same order.
     pub fn next_seq(&self) -> u64 {
         self.seq.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// The number the next call will take (for failure notices of work between calls).
+    pub fn peek_seq(&self) -> u64 {
+        self.seq.load(Ordering::Relaxed)
     }
 
     pub fn ctx(&self, sig: Signature, seq: u64, extent: usize) -> Ctx<'_> {

@@ -10,6 +10,7 @@ pub mod auth;
 pub mod bootstrap;
 pub mod coll;
 pub mod comm;
+pub mod cuda;
 pub mod datatype;
 pub mod endpoint;
 pub mod engine;

@@ -122,6 +122,11 @@ pub const ALL: &[Param] = &[
         help: "The job secret itself (used when HCOMM_SECRET_FILE is not set; visible in the process environment, so prefer the file). Without either, connections are not authenticated and rank 0 warns.",
     },
     Param {
+        name: "HCOMM_CUDA",
+        default: "auto",
+        help: "Device (CUDA) buffers: auto (looked at only once the process has libcuda loaded: a CPU-only program never initialises CUDA), 1 (initialise CUDA at the first collective; gives every communicator the direct IPC path even if CUDA is set up later), 0 (never touch CUDA: every buffer is host memory).",
+    },
+    Param {
         name: "HCOMM_LISTEN_ANY",
         default: "0",
         help: "1: listening sockets bind to every interface (0.0.0.0 / ::) instead of the chosen interface's address only (peers are still told that address).",
@@ -182,6 +187,11 @@ macro_rules! bytes_param {
 
 string_param!(debug, "HCOMM_DEBUG");
 string_param!(profile, "HCOMM_PROFILE");
+
+/// `HCOMM_CUDA` (see [`ALL`]), logged when set; parsed by `crate::cuda::mode`.
+pub fn cuda() -> Option<String> {
+    logged("HCOMM_CUDA", raw("HCOMM_CUDA"))
+}
 bytes_param!(chunk_size, "HCOMM_CHUNK_SIZE", None);
 bytes_param!(small_bytes, "HCOMM_SMALL_BYTES", Some(16 << 10));
 bytes_param!(shm_slots, "HCOMM_SHM_SLOTS", Some(8));

@@ -26,6 +26,7 @@ use std::ffi::{c_char, c_int, c_void};
 use std::panic::catch_unwind;
 
 mod comms;
+mod cuda_fwd;
 mod guard;
 mod host;
 mod narrow;
@@ -49,10 +50,11 @@ fn missing() -> c_int {
 }
 
 /// Defines forwarding collective entry points:
-/// `fn MPI_X = c"PMPI_X", Coll, (args) => take, else fallback;` where `fallback` runs when the
-/// host has no `PMPI_X` (an MPI-3 host asked for an MPI-4 `_c` call).
+/// `fn MPI_X = c"PMPI_X", Coll, (args) [buffers; comm] => take, else fallback;` where
+/// `fallback` runs when the host has no `PMPI_X` (an MPI-3 host asked for an MPI-4 `_c` call)
+/// and `buffers` are the arguments that may be device memory (see [`cuda_fwd`]).
 macro_rules! collectives {
-    ($( fn $name:ident = $pname:expr, $coll:expr, ( $($arg:ident : $ty:ty),* ) => $take:expr, else $fallback:expr; )*) => { $(
+    ($( fn $name:ident = $pname:expr, $coll:expr, ( $($arg:ident : $ty:ty),* ) [$($buf:ident),* ; $comm:ident] => $take:expr, else $fallback:expr; )*) => { $(
         #[doc = concat!("`", stringify!($name), "`: taken by hcomm when [`take`] says so, else forwarded to the host's `PMPI_` function (counted either way).")]
         ///
         /// # Safety
@@ -81,6 +83,9 @@ macro_rules! collectives {
             if let Some(rc) = $take {
                 return rc;
             }
+            if let Some(rc) = cuda_fwd::refuse(stringify!($name), &[$($buf as *const c_void),*], $comm) {
+                return rc;
+            }
             stats::forwarded($coll);
             hcomm_core::trace!(concat!("preload: ", stringify!($name), " forwarded to the host MPI (", $(stringify!($arg), "={:#x} ",)* ")"), $($arg as usize),*);
             forward()
@@ -90,43 +95,43 @@ macro_rules! collectives {
 
 collectives! {
     fn MPI_Allreduce = c"PMPI_Allreduce", Coll::Allreduce,
-        (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: Handle, op: Handle, comm: Handle)
+        (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: Handle, op: Handle, comm: Handle) [sendbuf, recvbuf; comm]
         => take::allreduce("MPI_Allreduce", sendbuf, recvbuf, count.into(), datatype, op, comm), else narrow::missing(c"PMPI_Allreduce");
     fn MPI_Allreduce_c = c"PMPI_Allreduce_c", Coll::Allreduce,
-        (sendbuf: *const c_void, recvbuf: *mut c_void, count: Count, datatype: Handle, op: Handle, comm: Handle)
+        (sendbuf: *const c_void, recvbuf: *mut c_void, count: Count, datatype: Handle, op: Handle, comm: Handle) [sendbuf, recvbuf; comm]
         => take::allreduce("MPI_Allreduce_c", sendbuf, recvbuf, count, datatype, op, comm), else narrow::allreduce(sendbuf, recvbuf, count, datatype, op, comm);
     fn MPI_Bcast = c"PMPI_Bcast", Coll::Bcast,
-        (buffer: *mut c_void, count: c_int, datatype: Handle, root: c_int, comm: Handle)
+        (buffer: *mut c_void, count: c_int, datatype: Handle, root: c_int, comm: Handle) [buffer; comm]
         => take::bcast("MPI_Bcast", buffer, count.into(), datatype, root, comm), else narrow::missing(c"PMPI_Bcast");
     fn MPI_Bcast_c = c"PMPI_Bcast_c", Coll::Bcast,
-        (buffer: *mut c_void, count: Count, datatype: Handle, root: c_int, comm: Handle)
+        (buffer: *mut c_void, count: Count, datatype: Handle, root: c_int, comm: Handle) [buffer; comm]
         => take::bcast("MPI_Bcast_c", buffer, count, datatype, root, comm), else narrow::bcast(buffer, count, datatype, root, comm);
     fn MPI_Allgather = c"PMPI_Allgather", Coll::Allgather,
-        (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, comm: Handle)
+        (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcount: c_int, recvtype: Handle, comm: Handle) [sendbuf, recvbuf; comm]
         => take::allgather("MPI_Allgather", sendbuf, sendcount.into(), sendtype, recvbuf, recvcount.into(), recvtype, comm), else narrow::missing(c"PMPI_Allgather");
     fn MPI_Allgather_c = c"PMPI_Allgather_c", Coll::Allgather,
-        (sendbuf: *const c_void, sendcount: Count, sendtype: Handle, recvbuf: *mut c_void, recvcount: Count, recvtype: Handle, comm: Handle)
+        (sendbuf: *const c_void, sendcount: Count, sendtype: Handle, recvbuf: *mut c_void, recvcount: Count, recvtype: Handle, comm: Handle) [sendbuf, recvbuf; comm]
         => take::allgather("MPI_Allgather_c", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm), else narrow::allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
     fn MPI_Reduce_scatter = c"PMPI_Reduce_scatter", Coll::ReduceScatter,
-        (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: Handle, op: Handle, comm: Handle)
+        (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: Handle, op: Handle, comm: Handle) [sendbuf, recvbuf; comm]
         => take::reduce_scatter("MPI_Reduce_scatter", sendbuf, recvbuf, RecvCounts::Int(recvcounts), datatype, op, comm), else narrow::missing(c"PMPI_Reduce_scatter");
     fn MPI_Reduce_scatter_c = c"PMPI_Reduce_scatter_c", Coll::ReduceScatter,
-        (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const Count, datatype: Handle, op: Handle, comm: Handle)
+        (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const Count, datatype: Handle, op: Handle, comm: Handle) [sendbuf, recvbuf; comm]
         => take::reduce_scatter("MPI_Reduce_scatter_c", sendbuf, recvbuf, RecvCounts::Count(recvcounts), datatype, op, comm), else narrow::reduce_scatter(sendbuf, recvbuf, recvcounts, datatype, op, comm);
     fn MPI_Reduce_scatter_block = c"PMPI_Reduce_scatter_block", Coll::ReduceScatterBlock,
-        (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: Handle, op: Handle, comm: Handle)
+        (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: Handle, op: Handle, comm: Handle) [sendbuf, recvbuf; comm]
         => take::reduce_scatter_block("MPI_Reduce_scatter_block", sendbuf, recvbuf, recvcount.into(), datatype, op, comm), else narrow::missing(c"PMPI_Reduce_scatter_block");
     fn MPI_Reduce_scatter_block_c = c"PMPI_Reduce_scatter_block_c", Coll::ReduceScatterBlock,
-        (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: Count, datatype: Handle, op: Handle, comm: Handle)
+        (sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: Count, datatype: Handle, op: Handle, comm: Handle) [sendbuf, recvbuf; comm]
         => take::reduce_scatter_block("MPI_Reduce_scatter_block_c", sendbuf, recvbuf, recvcount, datatype, op, comm), else narrow::reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, comm);
     fn MPI_Reduce = c"PMPI_Reduce", Coll::Reduce,
-        (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: Handle, op: Handle, root: c_int, comm: Handle)
+        (sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: Handle, op: Handle, root: c_int, comm: Handle) [sendbuf, recvbuf; comm]
         => take::reduce("MPI_Reduce", sendbuf, recvbuf, count.into(), datatype, op, root, comm), else narrow::missing(c"PMPI_Reduce");
     fn MPI_Reduce_c = c"PMPI_Reduce_c", Coll::Reduce,
-        (sendbuf: *const c_void, recvbuf: *mut c_void, count: Count, datatype: Handle, op: Handle, root: c_int, comm: Handle)
+        (sendbuf: *const c_void, recvbuf: *mut c_void, count: Count, datatype: Handle, op: Handle, root: c_int, comm: Handle) [sendbuf, recvbuf; comm]
         => take::reduce("MPI_Reduce_c", sendbuf, recvbuf, count, datatype, op, root, comm), else narrow::reduce(sendbuf, recvbuf, count, datatype, op, root, comm);
     fn MPI_Barrier = c"PMPI_Barrier", Coll::Barrier,
-        (comm: Handle)
+        (comm: Handle) [; comm]
         => take::barrier(comm), else narrow::missing(c"PMPI_Barrier");
 }
 

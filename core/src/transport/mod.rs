@@ -31,13 +31,6 @@ pub fn count_sent(name: &str, n: usize) {
     c.fetch_add(n as u64, Ordering::Relaxed);
 }
 
-/// Where a buffer lives. Only host memory exists so far; device memory (CUDA) takes the
-/// CUDA IPC link and device reduction kernels when it arrives.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum MemKind {
-    Host,
-}
-
 /// A connection to one peer, both directions.
 ///
 /// Each direction is used by one thread at a time (the engine serializes per peer and

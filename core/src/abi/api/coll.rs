@@ -6,9 +6,39 @@ use std::ffi::{c_int, c_void};
 use super::*;
 use crate::abi::guard;
 use crate::coll;
+use crate::cuda::{self, Buf, Mem};
 use crate::error::{Class, Error, Result};
 use crate::frame::Kind;
 use crate::runtime;
+
+/// Device buffers travel as they are: a datatype that would be packed on the host, or a
+/// user function that reads the buffer on the host, cannot take them.
+pub(crate) fn device_ok(view: &View, red: Option<&coll::Reduction>) -> Result<()> {
+    if !view.is_direct() {
+        return Err(Error::new(
+            Class::Buffer,
+            "hcomm cannot take device buffers with a derived datatype that is not contiguous \
+             (use a predefined or contiguous datatype, or host buffers)",
+        ));
+    }
+    if matches!(red, Some(coll::Reduction::User(_))) {
+        return Err(Error::new(
+            Class::Buffer,
+            "hcomm cannot take device buffers with a user-defined op (it runs on the host; use a \
+             predefined op, or host buffers)",
+        ));
+    }
+    Ok(())
+}
+
+/// A buffer argument for the device-aware front: `ptr` (a staged pointer, the user's own
+/// for direct views) and what memory the user's buffer is.
+fn buf(ptr: *const u8, mem: Mem) -> Buf {
+    Buf {
+        ptr: ptr as *mut u8,
+        mem,
+    }
+}
 // ---------------------------------------------------------------------------------------------
 // Collectives. `name` lets the `_c` variants report their own name.
 
@@ -35,12 +65,18 @@ pub unsafe fn bcast(
             let v = type_arg(dt, "datatype")?.moving();
             let root = root_arg(root, &c)?;
             let n = v.count(cnt, "count")?;
-            buf_arg(buf, v.bytes(cnt, "count")?, "buffer")?;
+            let len = v.bytes(cnt, "count")?;
+            buf_arg(buf, len, "buffer")?;
+            let mem = cuda::classify(buf, len)?;
+            if mem.is_device() {
+                device_ok(&v, None)?;
+            }
             let is_root = c.rank == root;
             // SAFETY: MPI: `buf` holds `count` items; the root's are read, the others' written.
+            // A device buffer has a direct view (checked above): staging does not touch it.
             let st = unsafe { v.stage(buf, cnt, is_root, !is_root) };
             let s = sig(Kind::Bcast, n, v.handle, 0, root as i32);
-            coll::bcast(&c, st.ptr(), n, &v.dt, root, s)?;
+            cuda::bcast(&c, self::buf(st.ptr(), mem), n, &v.dt, root, s)?;
             // SAFETY: as above.
             unsafe { st.finish() };
             Ok(())
@@ -79,8 +115,19 @@ pub unsafe fn reduce(
                     no_alias(send, recv, len)?;
                 }
             }
+            let k = cuda::Classifier::new();
+            let smem = if in_place {
+                Mem::None
+            } else {
+                k.of(send, len)?
+            };
+            let rmem = if is_root { k.of(recv, len)? } else { Mem::None };
+            if smem.is_device() || rmem.is_device() {
+                device_ok(&v, Some(&red))?;
+            }
             // SAFETY: MPI: sendbuf holds `count` items to read, the root's recvbuf `count` items
-            // to write (and read, in place).
+            // to write (and read, in place). Device buffers have direct views (checked above):
+            // staging does not touch them.
             let (st_send, st_recv) = unsafe {
                 if in_place {
                     (None, Some(v.stage(recv, cnt, true, true)))
@@ -89,10 +136,14 @@ pub unsafe fn reduce(
                     (Some(s), is_root.then(|| v.stage(recv, cnt, false, true)))
                 }
             };
-            let out = st_recv.as_ref().map_or(std::ptr::null_mut(), |s| s.ptr());
-            let inp = st_send.as_ref().map_or(out, |s| s.ptr());
+            let out = st_recv
+                .as_ref()
+                .map_or(Buf::NONE, |s| self::buf(s.ptr(), rmem));
+            let inp = st_send
+                .as_ref()
+                .map_or(Buf::NONE, |s| self::buf(s.ptr(), smem));
             let s = sig(Kind::Reduce, n, v.handle, op, root as i32);
-            coll::reduce(&c, inp, out, n, &v.dt, red, root, s)?;
+            cuda::reduce(&c, inp, out, n, &v.dt, red, root, s)?;
             if let Some(st) = st_recv {
                 // SAFETY: as above.
                 unsafe { st.finish() };
@@ -115,12 +166,12 @@ pub unsafe fn allreduce(
         guard(name, Some(comm), || {
             let c = comm_of(runtime::get()?, comm)?;
             // SAFETY: MPI's contract for sendbuf/recvbuf, checked inside.
-            let io = unsafe { ReduceIo::new(send, recv, count, dt, op) }?;
+            let io = unsafe { ReduceIo::new_device(send, recv, count, dt, op) }?;
             let s = sig(Kind::Allreduce, io.elems, io.view.handle, op, -1);
-            coll::allreduce(
+            cuda::allreduce(
                 &c,
-                io.input,
-                io.output.ptr(),
+                io.send_buf(),
+                buf(io.output.ptr(), io.recv_mem),
                 io.elems,
                 &io.view.dt,
                 io.red,
@@ -146,9 +197,39 @@ pub(crate) struct ReduceIo {
     pub output: Staged,
     /// Keeps the staged sendbuf alive while `input` points into it.
     _send: Option<Staged>,
+    pub in_place: bool,
+    /// The memory of sendbuf ([`Mem::None`] in place) and recvbuf; [`Mem::Host`] unless
+    /// built by [`ReduceIo::new_device`].
+    pub send_mem: Mem,
+    pub recv_mem: Mem,
 }
 
 impl ReduceIo {
+    /// As [`ReduceIo::new`], for the calls that take device buffers: classifies both
+    /// buffers (before anything touches them) and rejects what cannot run on device memory.
+    ///
+    /// # Safety
+    /// As for [`ReduceIo::new`].
+    pub(crate) unsafe fn new_device(
+        send: *const c_void,
+        recv: *mut c_void,
+        count: Count,
+        dt: c_int,
+        op: c_int,
+    ) -> Result<ReduceIo> {
+        // SAFETY: forwarded contract.
+        unsafe { Self::build(send, recv, count, dt, op, true) }
+    }
+
+    /// The input for the device-aware front ([`Buf::NONE`] in place).
+    pub(crate) fn send_buf(&self) -> Buf {
+        if self.in_place {
+            Buf::NONE
+        } else {
+            buf(self.input, self.send_mem)
+        }
+    }
+
     /// # Safety
     /// MPI's contract: `send` (unless `MPI_IN_PLACE`) holds `count` items to read, `recv`
     /// `count` items to write (and read, in place).
@@ -158,6 +239,18 @@ impl ReduceIo {
         count: Count,
         dt: c_int,
         op: c_int,
+    ) -> Result<ReduceIo> {
+        // SAFETY: forwarded contract.
+        unsafe { Self::build(send, recv, count, dt, op, false) }
+    }
+
+    unsafe fn build(
+        send: *const c_void,
+        recv: *mut c_void,
+        count: Count,
+        dt: c_int,
+        op: c_int,
+        device: bool,
     ) -> Result<ReduceIo> {
         let cnt = count_arg(count, "count")?;
         let t = type_arg(dt, "datatype")?;
@@ -170,7 +263,16 @@ impl ReduceIo {
             buf_arg(send, len, "sendbuf")?;
             no_alias(send, recv, len)?;
         }
-        // SAFETY: the caller's contract, with both ranges checked above.
+        let (send_mem, recv_mem) = match device.then(cuda::Classifier::new) {
+            None => (Mem::Host, Mem::Host),
+            Some(k) if in_place => (Mem::None, k.of(recv, len)?),
+            Some(k) => (k.of(send, len)?, k.of(recv, len)?),
+        };
+        if send_mem.is_device() || recv_mem.is_device() {
+            device_ok(&view, Some(&red))?;
+        }
+        // SAFETY: the caller's contract, with both ranges checked above; device buffers
+        // have direct views (checked above), which staging does not touch.
         let (send, output) = unsafe {
             let r = view.stage(recv, cnt, in_place, true);
             ((!in_place).then(|| view.stage(send, cnt, true, false)), r)
@@ -183,6 +285,9 @@ impl ReduceIo {
             input,
             output,
             _send: send,
+            in_place,
+            send_mem,
+            recv_mem,
         })
     }
 }
@@ -201,6 +306,10 @@ pub(crate) struct ReduceScatterIo {
     pub output: Staged,
     /// Keeps the staged sendbuf alive while `input` points into it.
     _send: Option<Staged>,
+    pub in_place: bool,
+    /// As in [`ReduceIo`].
+    pub send_mem: Mem,
+    pub recv_mem: Mem,
 }
 
 impl ReduceScatterIo {
@@ -214,6 +323,45 @@ impl ReduceScatterIo {
         dt: c_int,
         op: c_int,
         comm: &Comm,
+    ) -> Result<ReduceScatterIo> {
+        // SAFETY: forwarded contract.
+        unsafe { Self::build(send, recv, counts, dt, op, comm, false) }
+    }
+
+    /// As [`ReduceScatterIo::new`], classifying the buffers for the device-aware front.
+    ///
+    /// # Safety
+    /// As for [`ReduceScatterIo::new`].
+    pub(crate) unsafe fn new_device(
+        send: *const c_void,
+        recv: *mut c_void,
+        counts: &dyn Fn(usize) -> Result<usize>,
+        dt: c_int,
+        op: c_int,
+        comm: &Comm,
+    ) -> Result<ReduceScatterIo> {
+        // SAFETY: forwarded contract.
+        unsafe { Self::build(send, recv, counts, dt, op, comm, true) }
+    }
+
+    /// The input for the device-aware front ([`Buf::NONE`] in place).
+    pub(crate) fn send_buf(&self) -> Buf {
+        if self.in_place {
+            Buf::NONE
+        } else {
+            buf(self.input, self.send_mem)
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn build(
+        send: *const c_void,
+        recv: *mut c_void,
+        counts: &dyn Fn(usize) -> Result<usize>,
+        dt: c_int,
+        op: c_int,
+        comm: &Comm,
+        device: bool,
     ) -> Result<ReduceScatterIo> {
         let t = type_arg(dt, "datatype")?;
         let (red, view) = reduce_args(op, &t)?;
@@ -238,7 +386,16 @@ impl ReduceScatterIo {
             buf_arg(recv, mine, "recvbuf")?;
             no_alias(send, recv, mine.min(total_bytes))?;
         }
-        // SAFETY: the caller's contract, with the ranges checked above.
+        let (send_mem, recv_mem) = match device.then(cuda::Classifier::new) {
+            None => (Mem::Host, Mem::Host),
+            Some(k) if in_place => (Mem::None, k.of(recv, total_bytes)?),
+            Some(k) => (k.of(send, total_bytes)?, k.of(recv, mine)?),
+        };
+        if send_mem.is_device() || recv_mem.is_device() {
+            device_ok(&view, Some(&red))?;
+        }
+        // SAFETY: the caller's contract, with the ranges checked above; device buffers have
+        // direct views, which staging does not touch.
         let (send, mut output) = unsafe {
             if in_place {
                 (None, view.stage(recv, total_items, true, true))
@@ -257,6 +414,9 @@ impl ReduceScatterIo {
             input,
             output,
             _send: send,
+            in_place,
+            send_mem,
+            recv_mem,
         })
     }
 }
@@ -290,6 +450,9 @@ pub unsafe fn allgather(
             buf_arg(recv, total, "recvbuf")?;
             let own_user = recv.cast::<u8>().wrapping_add(c.rank * rcnt * rt.extent());
             let in_place = is_in_place(send);
+            let k = cuda::Classifier::new();
+            let rmem = k.of(recv, total)?;
+            let mut smem = Mem::None;
             let mut sv = None;
             if !in_place {
                 let scnt = count_arg(scount, "sendcount")?;
@@ -303,24 +466,32 @@ pub unsafe fn allgather(
                 }
                 buf_arg(send, sbytes, "sendbuf")?;
                 no_alias(send, own_user as *const c_void, blk)?;
+                smem = k.of(send, sbytes)?;
+                if smem.is_device() {
+                    device_ok(&v, None)?;
+                }
                 sv = Some((v, scnt));
             }
+            if rmem.is_device() {
+                device_ok(&rv, None)?;
+            }
             // SAFETY: MPI: recvbuf holds size × recvcount items (the own block is read in
-            // place), sendbuf `sendcount` items.
+            // place), sendbuf `sendcount` items. Device buffers have direct views (checked
+            // above): staging and loading do not touch them.
             let st_recv = unsafe { rv.stage(recv, items, false, true) };
             let st_send = sv
                 .as_ref()
                 .map(|(v, n)| unsafe { v.stage(send, *n, true, false) });
             let inp = match &st_send {
-                Some(s) => s.ptr() as *const u8,
+                Some(s) => buf(s.ptr(), smem),
                 None => {
                     // SAFETY: the own block lies in recvbuf (see above).
                     unsafe { st_recv.load_items(c.rank * rcnt, rcnt) };
-                    st_recv.ptr().wrapping_add(c.rank * blk)
+                    Buf::NONE
                 }
             };
             let s = sig(Kind::Allgather, rn, rv.handle, 0, -1);
-            coll::allgather(&c, inp, st_recv.ptr(), rn, &rv.dt, s)?;
+            cuda::allgather(&c, inp, buf(st_recv.ptr(), rmem), rn, &rv.dt, s)?;
             // SAFETY: as above.
             unsafe { st_recv.finish() };
             Ok(())
@@ -339,12 +510,12 @@ unsafe fn reduce_scatter_common(
     comm: &Comm,
 ) -> Result<()> {
     // SAFETY: the caller's contract for the buffers and the count array.
-    let io = unsafe { ReduceScatterIo::new(send, recv, counts, dt, op, comm) }?;
+    let io = unsafe { ReduceScatterIo::new_device(send, recv, counts, dt, op, comm) }?;
     let s = sig(kind, io.total, io.view.handle, op, -1);
-    coll::reduce_scatter(
+    cuda::reduce_scatter(
         comm,
-        io.input,
-        io.output.ptr(),
+        io.send_buf(),
+        buf(io.output.ptr(), io.recv_mem),
         &io.counts,
         &io.view.dt,
         io.red,

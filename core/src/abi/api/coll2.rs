@@ -320,6 +320,7 @@ pub unsafe fn gather(
     comm: c_int,
 ) -> c_int {
     guard(name, Some(comm), || {
+        crate::cuda::refuse_device(name, &[send, recv as *const c_void])?;
         let c = comm_of(runtime::get()?, comm)?;
         let root = root_arg(root, &c)?;
         if c.rank != root {
@@ -352,6 +353,7 @@ pub unsafe fn gatherv(
     comm: c_int,
 ) -> c_int {
     guard(name, Some(comm), || {
+        crate::cuda::refuse_device(name, &[send, recv as *const c_void])?;
         let c = comm_of(runtime::get()?, comm)?;
         let root = root_arg(root, &c)?;
         let sig = sig(Kind::Gatherv, 0, BYTE, 0, root as i32);
@@ -443,6 +445,7 @@ pub unsafe fn scatter(
     comm: c_int,
 ) -> c_int {
     guard(name, Some(comm), || {
+        crate::cuda::refuse_device(name, &[send, recv as *const c_void])?;
         let c = comm_of(runtime::get()?, comm)?;
         let root = root_arg(root, &c)?;
         if c.rank != root {
@@ -475,6 +478,7 @@ pub unsafe fn scatterv(
     comm: c_int,
 ) -> c_int {
     guard(name, Some(comm), || {
+        crate::cuda::refuse_device(name, &[send, recv as *const c_void])?;
         let c = comm_of(runtime::get()?, comm)?;
         let root = root_arg(root, &c)?;
         let sig = sig(Kind::Scatterv, 0, BYTE, 0, root as i32);
@@ -518,6 +522,7 @@ pub unsafe fn allgatherv(
     comm: c_int,
 ) -> c_int {
     guard(name, Some(comm), || {
+        crate::cuda::refuse_device(name, &[send, recv as *const c_void])?;
         let c = comm_of(runtime::get()?, comm)?;
         let (n, r) = (c.size(), c.rank);
         // SAFETY: MPI requires both arrays to hold one element per rank.
@@ -591,6 +596,7 @@ pub unsafe fn alltoall(
     comm: c_int,
 ) -> c_int {
     guard(name, Some(comm), || {
+        crate::cuda::refuse_device(name, &[send, recv as *const c_void])?;
         let c = comm_of(runtime::get()?, comm)?;
         let n = c.size();
         let rcnt = count_arg(rcount, "recvcount")?;
@@ -631,6 +637,7 @@ pub unsafe fn alltoallv(
     comm: c_int,
 ) -> c_int {
     guard(name, Some(comm), || {
+        crate::cuda::refuse_device(name, &[send, recv as *const c_void])?;
         let c = comm_of(runtime::get()?, comm)?;
         let (n, r) = (c.size(), c.rank);
         // SAFETY: MPI requires every array to hold one element per rank.
@@ -692,6 +699,7 @@ pub unsafe fn scan(
     comm: c_int,
 ) -> c_int {
     guard(name, Some(comm), || {
+        crate::cuda::refuse_device(name, &[send, recv as *const c_void])?;
         let c = comm_of(runtime::get()?, comm)?;
         // Derived datatypes are packed when needed (see `typearg.rs`).
         // SAFETY: MPI's contract for sendbuf/recvbuf, checked inside.

@@ -121,6 +121,13 @@ pub(crate) fn write_string(
     out(len, "resultlen", bytes.len() as c_int)
 }
 
+/// `MPIX_Query_cuda_support` (MPICH's extension, `int MPIX_Query_cuda_support(void)`): 1 when
+/// device buffers can be passed to hcomm's collectives in this process, else 0. An explicit
+/// question, so it initialises CUDA (unless `HCOMM_CUDA=0`); callable before `MPI_Init`.
+pub unsafe fn query_cuda_support() -> c_int {
+    std::panic::catch_unwind(crate::cuda::query_support).unwrap_or(false) as c_int
+}
+
 pub unsafe fn get_library_version(version: *mut c_char, resultlen: *mut c_int) -> c_int {
     guard("MPI_Get_library_version", None, || {
         write_string(

@@ -126,6 +126,12 @@ pub(crate) fn buf_arg(p: *const c_void, len: usize, what: &str) -> Result<()> {
     Ok(())
 }
 
+/// Nonblocking and point-to-point calls take host buffers only: a device buffer is
+/// `MPI_ERR_BUFFER` saying so (cheap: no CUDA call while CUDA is not active).
+pub(crate) fn host_only(ptrs: &[*const c_void]) -> Result<()> {
+    crate::cuda::refuse_device("nonblocking and point-to-point communication", ptrs)
+}
+
 pub(crate) fn no_alias(send: *const c_void, recv: *const c_void, len: usize) -> Result<()> {
     if len > 0 && send == recv {
         return Err(Error::new(

@@ -136,6 +136,7 @@ pub unsafe fn ibcast(
 ) -> c_int {
     stats::handled_nb(Coll::Bcast);
     guard(name, Some(comm), || {
+        host_only(&[buf])?;
         let c = comm_of(runtime::get()?, comm)?;
         let cnt = count_arg(count, "count")?;
         let v = type_arg(dt, "datatype")?.moving();
@@ -173,6 +174,7 @@ pub unsafe fn iallreduce(
 ) -> c_int {
     stats::handled_nb(Coll::Allreduce);
     guard(name, Some(comm), || {
+        host_only(&[send, recv as *const c_void])?;
         let c = comm_of(runtime::get()?, comm)?;
         req_arg(req)?;
         // SAFETY: MPI's contract for sendbuf/recvbuf, checked inside.
@@ -211,6 +213,7 @@ pub unsafe fn ireduce(
 ) -> c_int {
     stats::handled_nb(Coll::Reduce);
     guard(name, Some(comm), || {
+        host_only(&[send, recv as *const c_void])?;
         let c = comm_of(runtime::get()?, comm)?;
         let cnt = count_arg(count, "count")?;
         let t = type_arg(dt, "datatype")?;
@@ -278,6 +281,7 @@ pub unsafe fn iallgather(
 ) -> c_int {
     stats::handled_nb(Coll::Allgather);
     guard(name, Some(comm), || {
+        host_only(&[send, recv as *const c_void])?;
         let c = comm_of(runtime::get()?, comm)?;
         let rcnt = count_arg(rcount, "recvcount")?;
         let rt = type_arg(rdt, "recvtype")?;
@@ -399,6 +403,7 @@ pub unsafe fn ireduce_scatter(
 ) -> c_int {
     stats::handled_nb(Coll::ReduceScatter);
     guard(name, Some(comm), || {
+        host_only(&[send, recv as *const c_void])?;
         let c = comm_of(runtime::get()?, comm)?;
         let get = |i: usize| -> Result<usize> {
             // SAFETY: MPI requires recvcounts to hold one element per rank (i < size).
@@ -428,6 +433,7 @@ pub unsafe fn ireduce_scatter_block(
 ) -> c_int {
     stats::handled_nb(Coll::ReduceScatterBlock);
     guard(name, Some(comm), || {
+        host_only(&[send, recv as *const c_void])?;
         let c = comm_of(runtime::get()?, comm)?;
         let n = count_arg(count, "recvcount")?;
         let kind = Kind::ReduceScatterBlock;
@@ -450,6 +456,7 @@ pub unsafe fn iallgatherv(
     req: *mut c_int,
 ) -> c_int {
     guard(name, Some(comm), || {
+        host_only(&[send, recv as *const c_void])?;
         let c = comm_of(runtime::get()?, comm)?;
         let (n, r) = (c.size(), c.rank);
         // SAFETY: MPI requires both arrays to hold one element per rank.
@@ -508,6 +515,7 @@ pub unsafe fn ialltoall(
     req: *mut c_int,
 ) -> c_int {
     guard(name, Some(comm), || {
+        host_only(&[send, recv as *const c_void])?;
         let c = comm_of(runtime::get()?, comm)?;
         let n = c.size();
         let rcnt = count_arg(rcount, "recvcount")?;
@@ -568,6 +576,7 @@ pub unsafe fn isend(
     req: *mut c_int,
 ) -> c_int {
     guard(name, Some(comm), || {
+        host_only(&[buf])?;
         let c = comm_of(runtime::get()?, comm)?;
         let (msg, staged) = outgoing(buf, count, dt, ["buf", "count", "datatype"])?;
         let tag = send_tag_arg(tag, "tag")?;
@@ -598,6 +607,7 @@ pub unsafe fn irecv(
     req: *mut c_int,
 ) -> c_int {
     guard(name, Some(comm), || {
+        host_only(&[buf])?;
         let c = comm_of(runtime::get()?, comm)?;
         let (into, staged) = incoming(buf, count, dt, ["buf", "count", "datatype"])?;
         let tag = recv_tag_arg(tag, "tag")?;

@@ -239,6 +239,7 @@ pub unsafe fn send(
     comm: c_int,
 ) -> c_int {
     guard(name, Some(comm), || {
+        host_only(&[buf])?;
         let c = comm_of(runtime::get()?, comm)?;
         let (msg, _staged) = outgoing(buf, count, dt, ["buf", "count", "datatype"])?;
         let tag = send_tag_arg(tag, "tag")?;
@@ -261,6 +262,7 @@ pub unsafe fn recv(
     status: *mut Status,
 ) -> c_int {
     guard(name, Some(comm), || {
+        host_only(&[buf])?;
         let c = comm_of(runtime::get()?, comm)?;
         let (into, staged) = incoming(buf, count, dt, ["buf", "count", "datatype"])?;
         let tag = recv_tag_arg(tag, "tag")?;
@@ -297,6 +299,7 @@ pub unsafe fn sendrecv(
     status: *mut Status,
 ) -> c_int {
     guard(name, Some(comm), || {
+        host_only(&[sbuf, rbuf as *const c_void])?;
         let c = comm_of(runtime::get()?, comm)?;
         let (msg, _staged) = outgoing(sbuf, scount, sdt, ["sendbuf", "sendcount", "sendtype"])?;
         let stag = send_tag_arg(stag, "sendtag")?;
@@ -349,6 +352,7 @@ pub unsafe fn sendrecv_replace(
     status: *mut Status,
 ) -> c_int {
     guard(name, Some(comm), || {
+        host_only(&[buf])?;
         let c = comm_of(runtime::get()?, comm)?;
         let (mut msg, _staged) = outgoing(buf, count, dt, ["buf", "count", "datatype"])?;
         let stag = send_tag_arg(stag, "sendtag")?;

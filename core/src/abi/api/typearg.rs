@@ -223,6 +223,12 @@ impl View {
         }
     }
 
+    /// Whether the call passes the user's buffer itself (no packing, no host copy): what
+    /// device buffers need.
+    pub fn is_direct(&self) -> bool {
+        matches!(self.how, How::Direct(_))
+    }
+
     /// Elements of `dt` that `count` items are.
     pub fn count(&self, count: usize, what: &str) -> Result<usize> {
         count

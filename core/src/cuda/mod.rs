@@ -1,0 +1,149 @@
+//! CUDA device buffers in the collectives (see docs/GPU.md for the whole design).
+//!
+//! CUDA is reached through cudarc's dynamically loaded driver bindings: nothing of CUDA is
+//! needed to build hcomm, and nothing is touched at run time until it can matter
+//! ([`gate`]). One job per module:
+//!
+//! * `gate` — when CUDA counts as active (`HCOMM_CUDA`, whether libcuda is loaded);
+//! * `drv` — the checked driver calls and the pre-flight check of the library;
+//! * `classify` — host, device or managed memory, which device, which allocation;
+//! * `ctx` — the buffer's context bound for the call, the caller's restored after;
+//! * `kernels` — the reduction kernels (PTX) and their launches;
+//! * `ipc` — exporting and mapping device buffers between processes, and its caches;
+//! * `staging` — hcomm's streams, events, staging and pinned buffers, segments;
+//! * `path` — every rank of a communicator agreeing on one path per call;
+//! * `ipc_coll`, `staged` — the algorithms of the two device paths;
+//! * `entry` — the device-aware front of the blocking collectives.
+
+mod classify;
+mod ctx;
+mod drv;
+mod entry;
+mod gate;
+mod ipc;
+mod ipc_coll;
+mod kernels;
+mod path;
+mod staged;
+mod staging;
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::OnceLock;
+
+use parking_lot::Mutex;
+
+pub use classify::{any_device, classify, Classifier, Dev, Mem};
+pub use drv::SYMBOLS;
+pub use entry::*;
+pub use gate::Mode;
+pub use staged::Buf;
+
+use crate::error::{Class, Error, Result};
+
+/// CUDA, once it works in this process.
+pub struct Cuda {
+    /// `cuDriverGetVersion` (e.g. 13000 for CUDA 13.0).
+    pub driver_version: i32,
+    /// The driver library cudarc opened.
+    pub library: String,
+    ctxs: ctx::Contexts,
+    exports: Mutex<ipc::Exports>,
+}
+
+static GATE: gate::Gate = gate::Gate::new();
+static CUDA: OnceLock<Option<Cuda>> = OnceLock::new();
+
+/// `HCOMM_CUDA`, read once.
+pub fn mode() -> Mode {
+    static M: OnceLock<Mode> = OnceLock::new();
+    *M.get_or_init(|| {
+        let v = crate::param::cuda();
+        Mode::parse(v.as_deref()).unwrap_or_else(|why| {
+            crate::warn!("{why}");
+            Mode::Auto
+        })
+    })
+}
+
+/// CUDA, when it is active in this process (see [`gate`]). Cheap when it is not.
+#[inline]
+pub fn active() -> Option<&'static Cuda> {
+    if GATE.query(mode, gate::loader_adds, gate::libcuda_loaded, first_touch) {
+        CUDA.get().and_then(Option::as_ref)
+    } else {
+        None
+    }
+}
+
+/// CUDA for a call that needs it (a device buffer was seen, so it is active).
+pub(crate) fn cuda() -> Result<&'static Cuda> {
+    active().ok_or_else(|| Error::intern("CUDA is not active but a device buffer was seen"))
+}
+
+/// `MPIX_Query_cuda_support` in standalone mode: whether CUDA is usable in this process.
+/// An explicit question, so it initialises CUDA unless `HCOMM_CUDA=0`.
+pub fn query_support() -> bool {
+    if mode() == Mode::Off {
+        return false;
+    }
+    GATE.query(|| Mode::On, || 0, || true, first_touch)
+}
+
+/// The first touch (once per process): inside a panic guard, since cudarc panics on a
+/// missing library or symbol. Failure means "CUDA unavailable", logged once at INFO.
+fn first_touch() -> bool {
+    CUDA.get_or_init(|| match catch_unwind(AssertUnwindSafe(init_driver)) {
+        Ok(Ok(c)) => {
+            crate::info!(
+                "CUDA driver {}.{} ({}): device buffers supported",
+                c.driver_version / 1000,
+                c.driver_version % 1000 / 10,
+                c.library
+            );
+            Some(c)
+        }
+        Ok(Err(why)) => {
+            crate::info!("CUDA unavailable: {why}; device buffers cannot be used");
+            None
+        }
+        Err(p) => {
+            let what = p
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| p.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "panic".into());
+            crate::info!("CUDA unavailable: {what}; device buffers cannot be used");
+            None
+        }
+    })
+    .is_some()
+}
+
+fn init_driver() -> std::result::Result<Cuda, String> {
+    let library = drv::preflight()?;
+    // SAFETY: every symbol exists (preflight); cuInit takes flags 0.
+    let r = unsafe { drv::sys::cuInit(0) };
+    drv::check(r, "cuInit").map_err(|e| e.msg)?;
+    let mut v = 0;
+    // SAFETY: writes the driver's version.
+    let r = unsafe { drv::sys::cuDriverGetVersion(&mut v) };
+    drv::check(r, "cuDriverGetVersion").map_err(|e| e.msg)?;
+    Ok(Cuda {
+        driver_version: v,
+        library,
+        ctxs: ctx::Contexts::default(),
+        exports: Mutex::new(ipc::Exports::default()),
+    })
+}
+
+/// Fails with `MPI_ERR_BUFFER` when any pointer is device memory: for the calls hcomm does
+/// not take on device buffers (`what` names them).
+pub fn refuse_device(what: &str, ptrs: &[*const std::ffi::c_void]) -> Result<()> {
+    if any_device(ptrs) {
+        return Err(Error::new(
+            Class::Buffer,
+            format!("{what} on device buffers is not supported by hcomm"),
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,213 @@
+//! Every rank of a communicator takes the same path through a collective, whatever memory
+//! its own buffers are in.
+//!
+//! * Per communicator, once, at its first collective that can carry device buffers: one
+//!   small host exchange of "CUDA is active here"; any rank → the communicator is
+//!   *CUDA-aware*. A program that never uses CUDA pays this once per communicator.
+//! * On a CUDA-aware communicator, every such collective first exchanges one word per rank
+//!   ([`vote_word`]): "I can take the IPC path" (CUDA works, my buffers are device memory in
+//!   one context, every member is on this host and reached over shared memory, a kernel
+//!   exists for the datatype and op) and "I have no device buffer". All can → IPC; nobody
+//!   has device memory → the host path; else → the staged path, which every rank runs in
+//!   the same segments (ranks with host buffers pass them straight through).
+//! * On a communicator that is not CUDA-aware (CUDA became active after its first
+//!   collective), a rank with device buffers stages the whole buffer through host memory and
+//!   runs the plain host collective: the same frames as the host path, so always correct.
+
+use std::sync::atomic::Ordering;
+
+use crate::comm::Comm;
+use crate::error::Result;
+
+use super::classify::Mem;
+
+/// The path one call takes on this rank.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Path {
+    /// The existing host collective, user buffers as they are.
+    Host,
+    /// Device buffers staged through pinned host memory around host collectives;
+    /// `segmented`: cut into [`super::staging::SEG_BYTES`] pieces (agreed by every rank).
+    Staged { segmented: bool },
+    /// CUDA IPC between the ranks' device buffers, CUDA kernels on hcomm's stream.
+    Ipc,
+}
+
+const CAN_IPC: u32 = 1;
+const NO_DEVICE: u32 = 2;
+
+/// This rank's word in the per-call vote (combined with bitwise AND over the ranks).
+pub(crate) fn vote_word(can_ipc: bool, has_device: bool) -> u32 {
+    (if can_ipc { CAN_IPC } else { 0 }) | (if has_device { 0 } else { NO_DEVICE })
+}
+
+/// The path from the AND of every rank's [`vote_word`].
+pub(crate) fn path_of(all: u32) -> Path {
+    if all & CAN_IPC != 0 {
+        Path::Ipc
+    } else if all & NO_DEVICE != 0 {
+        Path::Host
+    } else {
+        Path::Staged { segmented: true }
+    }
+}
+
+/// The path on a communicator that is not CUDA-aware.
+pub(crate) fn local_path(has_device: bool) -> Path {
+    if has_device {
+        Path::Staged { segmented: false }
+    } else {
+        Path::Host
+    }
+}
+
+/// `Comm::cuda` values (0: not agreed yet).
+pub(crate) const NOT_AWARE: u8 = 1;
+pub(crate) const AWARE: u8 = 2;
+
+/// Whether the communicator is CUDA-aware, agreeing on it at its first call.
+fn aware(c: &Comm) -> Result<bool> {
+    match c.cuda.load(Ordering::Acquire) {
+        NOT_AWARE => return Ok(false),
+        AWARE => return Ok(true),
+        _ => {}
+    }
+    let mine = u32::from(super::active().is_some());
+    let any = exchange(c, mine)?.iter().fold(0, |a, w| a | w) != 0;
+    c.cuda
+        .store(if any { AWARE } else { NOT_AWARE }, Ordering::Release);
+    if any {
+        crate::info!(
+            "comm {:x} (size {}): CUDA-aware (device-buffer collectives agree on their path per call)",
+            c.id,
+            c.size()
+        );
+    }
+    Ok(any)
+}
+
+/// Whether every rank says `ok` (collective over `c`).
+pub(crate) fn all_agree(c: &Comm, ok: bool) -> Result<bool> {
+    Ok(exchange(c, u32::from(ok))?.iter().all(|&w| w == 1))
+}
+
+/// Communicators on which mapping a peer's buffer failed once (no peer access between the
+/// devices, IPC forbidden by the container, ...): every member recorded it after the same
+/// agreement, so they all stop voting for IPC there.
+static IPC_BROKEN: parking_lot::Mutex<Vec<u64>> = parking_lot::Mutex::new(Vec::new());
+
+pub(crate) fn mark_ipc_broken(c: &Comm) {
+    let mut b = IPC_BROKEN.lock();
+    if !b.contains(&c.id) {
+        b.push(c.id);
+    }
+}
+
+fn ipc_broken(c: &Comm) -> bool {
+    IPC_BROKEN.lock().contains(&c.id)
+}
+
+/// Every rank's `word` (an internal allgather: it takes a call number like any collective,
+/// at the same place on every rank).
+fn exchange(c: &Comm, word: u32) -> Result<Vec<u32>> {
+    let mut all = vec![0u8; 4 * c.size()];
+    crate::coll::allgather_internal(c, &word.to_le_bytes(), &mut all)?;
+    Ok(all
+        .chunks_exact(4)
+        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect())
+}
+
+/// Whether every other member is on this host and reached over shared memory (CUDA IPC
+/// needs the same host; `HCOMM_TRANSPORT=tcp` makes peers count as remote, which is how
+/// the staged path is tested on one machine).
+pub(crate) fn all_local(c: &Comm) -> bool {
+    let me = c.my_world_rank();
+    c.world
+        .iter()
+        .all(|&w| w == me || c.ep.transport_name(w) == "shm")
+}
+
+/// The facts of one call on this rank.
+pub(crate) struct Call<'a> {
+    /// The buffers this rank's part of the call reads or writes.
+    pub bufs: &'a [Mem],
+    /// Nothing moves on any rank (every rank knows this alike).
+    pub empty: bool,
+    /// Whether a kernel exists for the call's datatype and op (`true` for data movement);
+    /// asked only when the ranks vote.
+    pub kernel: &'a dyn Fn() -> bool,
+}
+
+/// Chooses the path of one call; collective over `c` (see the module docs).
+pub(crate) fn choose(c: &Comm, call: &Call<'_>) -> Result<Path> {
+    if call.empty {
+        return Ok(Path::Host);
+    }
+    let has_device = call.bufs.iter().any(Mem::is_device);
+    if !aware(c)? {
+        return Ok(local_path(has_device));
+    }
+    let one_ctx = {
+        let mut devs = call.bufs.iter().filter_map(Mem::dev);
+        let first = devs.next();
+        first.is_some_and(|f| devs.all(|d| d.ctx == f.ctx && d.ordinal == f.ordinal))
+    };
+    let no_host = !call.bufs.contains(&Mem::Host);
+    let can_ipc = has_device
+        && one_ctx
+        && no_host
+        && super::active().is_some()
+        && all_local(c)
+        && (call.kernel)()
+        && !ipc_broken(c);
+    let all = exchange(c, vote_word(can_ipc, has_device))?
+        .iter()
+        .fold(u32::MAX, |a, w| a & w);
+    let p = path_of(all);
+    crate::trace!(
+        "comm {:x}: device path {p:?} (this rank: can_ipc {can_ipc}, device {has_device})",
+        c.id
+    );
+    Ok(p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn agree(words: &[u32]) -> Path {
+        path_of(words.iter().fold(u32::MAX, |a, w| a & w))
+    }
+
+    #[test]
+    fn votes_combine_to_one_path() {
+        let ipc = vote_word(true, true);
+        let dev_staged = vote_word(false, true);
+        let host = vote_word(false, false);
+        assert_eq!(agree(&[ipc, ipc, ipc]), Path::Ipc);
+        assert_eq!(
+            agree(&[ipc, dev_staged, ipc]),
+            Path::Staged { segmented: true }
+        );
+        // A rank with host buffers cannot take IPC: everyone stages, in the same segments.
+        assert_eq!(agree(&[ipc, host]), Path::Staged { segmented: true });
+        assert_eq!(agree(&[host, host]), Path::Host);
+        assert_eq!(agree(&[ipc]), Path::Ipc);
+    }
+
+    #[test]
+    fn without_agreement_device_buffers_stage_the_whole_message() {
+        assert_eq!(local_path(true), Path::Staged { segmented: false });
+        assert_eq!(local_path(false), Path::Host);
+    }
+
+    #[test]
+    fn words_are_distinct() {
+        let w: Vec<u32> = [(true, true), (false, true), (false, false)]
+            .iter()
+            .map(|&(a, b)| vote_word(a, b))
+            .collect();
+        assert_eq!(w, vec![1, 0, 2]);
+    }
+}

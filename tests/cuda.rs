@@ -1,0 +1,406 @@
+//! Device buffers without a GPU: `tests/cuda/cuda_fake.c` under `hcomm run`, against
+//!
+//! * no CUDA at all (this machine): `MPIX_Query_cuda_support` is 0, collectives work with
+//!   `HCOMM_CUDA` unset, 0 and 1, and "CUDA unavailable" is logged once per rank at INFO
+//!   when CUDA was asked for;
+//! * a `libcuda.so.1` that lacks symbols, and one whose `cuInit` fails: the same, no crash;
+//! * `tests/cuda/fake_cuda.c`, a driver whose device memory the CPU cannot touch (a host
+//!   dereference of a device pointer faults): every device-buffer collective, over shared
+//!   memory (IPC path where no kernel is needed, staged elsewhere) and over TCP (staged),
+//!   mixed host/device ranks, memory without IPC handles, re-allocated buffers, the
+//!   caller's context kept, refusals, and CUDA that arrives after the first collective.
+//!
+//! On a machine that has a real `libcuda.so.1` the no-CUDA expectations do not hold; those
+//! tests say so and return.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+const SOURCE: &str = env!("CARGO_MANIFEST_DIR");
+
+fn hcomm_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_hcomm"))
+}
+
+/// A fresh directory for one test's artifacts, removed with the fake driver's leftovers.
+struct Scratch {
+    dir: PathBuf,
+    tag: String,
+}
+
+impl Scratch {
+    fn new(what: &str) -> Scratch {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let tag = format!("{what}{}x{n}", std::process::id());
+        let dir = std::env::temp_dir().join(format!("hcomm-cuda-test-{tag}"));
+        std::fs::create_dir_all(&dir).unwrap();
+        Scratch { dir, tag }
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+        if let Ok(rd) = std::fs::read_dir("/dev/shm") {
+            let prefix = format!("fakecuda-{}-", self.tag);
+            for e in rd.flatten() {
+                if e.file_name().to_string_lossy().starts_with(&prefix) {
+                    let _ = std::fs::remove_file(e.path());
+                }
+            }
+        }
+    }
+}
+
+fn cc(args: &[&str]) {
+    let out = Command::new("cc").args(args).output().expect("start cc");
+    assert!(
+        out.status.success(),
+        "cc {args:?} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The test program, linked with the libhcomm.so next to the hcomm binary.
+fn build_prog(s: &Scratch) -> PathBuf {
+    let lib = hcomm_bin().parent().unwrap().to_path_buf();
+    assert!(lib.join("libhcomm.so").is_file(), "build libhcomm.so first");
+    let exe = s.dir.join("cuda_fake");
+    cc(&[
+        "-O1",
+        "-I",
+        &format!("{SOURCE}/include"),
+        &format!("{SOURCE}/tests/cuda/cuda_fake.c"),
+        "-o",
+        exe.to_str().unwrap(),
+        "-L",
+        lib.to_str().unwrap(),
+        "-lhcomm",
+        &format!("-Wl,-rpath,{}", lib.display()),
+        "-ldl",
+    ]);
+    exe
+}
+
+/// `dir/libcuda.so.1` from C source.
+fn build_lib(dir: &Path, source: &Path) {
+    std::fs::create_dir_all(dir).unwrap();
+    cc(&[
+        "-O1",
+        "-shared",
+        "-fPIC",
+        source.to_str().unwrap(),
+        "-o",
+        dir.join("libcuda.so.1").to_str().unwrap(),
+        "-lpthread",
+        "-lrt",
+    ]);
+}
+
+/// Runs the program on `n` ranks with `env`; returns the output (status checked by callers).
+fn run(s: &Scratch, exe: &Path, n: usize, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(hcomm_bin());
+    cmd.args(["run", "-n", &n.to_string()])
+        .arg(exe)
+        .args(args)
+        .env_remove("HCOMM_CUDA")
+        .env_remove("HCOMM_TRANSPORT")
+        .env("FAKECUDA_TAG", &s.tag)
+        .stdin(Stdio::null());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("start hcomm run")
+}
+
+fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// Whether this machine has a real CUDA driver the loader would find.
+fn real_cuda_present() -> bool {
+    // SAFETY: loads and unloads a library by name, nothing else.
+    unsafe {
+        let h = libc::dlopen(c"libcuda.so.1".as_ptr(), libc::RTLD_LAZY | libc::RTLD_LOCAL);
+        if h.is_null() {
+            return false;
+        }
+        libc::dlclose(h);
+        true
+    }
+}
+
+fn assert_query_run(o: &Output, want: usize, unavailable: usize, why: &str) {
+    let (out, err) = text(o);
+    assert!(o.status.success(), "{why}: failed\n{out}\n{err}");
+    let answers = out.matches("MPIX_Query_cuda_support=0").count();
+    assert_eq!(answers, want, "{why}: every rank answers 0\n{out}");
+    let logged = err.matches("CUDA unavailable").count();
+    assert_eq!(
+        logged, unavailable,
+        "{why}: 'CUDA unavailable' lines\n{err}"
+    );
+}
+
+#[test]
+fn without_cuda_the_answer_is_0_and_collectives_work() {
+    if real_cuda_present() {
+        eprintln!("a CUDA driver is installed here: no-CUDA expectations skipped");
+        return;
+    }
+    let s = Scratch::new("none");
+    let exe = build_prog(&s);
+    let info = ("HCOMM_DEBUG", "INFO");
+    // Unset: nothing touches CUDA until MPIX_Query_cuda_support asks (explicitly), which
+    // finds no driver: said once per rank.
+    let o = run(&s, &exe, 2, &["query"], &[info]);
+    assert_query_run(&o, 2, 2, "HCOMM_CUDA unset");
+    let o = run(&s, &exe, 2, &["query"], &[info, ("HCOMM_CUDA", "0")]);
+    assert_query_run(&o, 2, 0, "HCOMM_CUDA=0");
+    let o = run(&s, &exe, 2, &["query"], &[info, ("HCOMM_CUDA", "1")]);
+    assert_query_run(&o, 2, 2, "HCOMM_CUDA=1");
+    // The default log level says nothing about CUDA.
+    let o = run(&s, &exe, 2, &["query"], &[("HCOMM_CUDA", "1")]);
+    assert_query_run(&o, 2, 0, "HCOMM_CUDA=1 without HCOMM_DEBUG");
+}
+
+#[test]
+fn a_broken_driver_means_cuda_unavailable_once() {
+    let s = Scratch::new("broken");
+    let exe = build_prog(&s);
+    // A libcuda.so.1 with only cuInit (failing): a missing symbol is found before any call.
+    let only_init = s.dir.join("only_init.c");
+    std::fs::write(
+        &only_init,
+        "int cuInit(unsigned f) { (void)f; return 100; }\n",
+    )
+    .unwrap();
+    let lib1 = s.dir.join("lib1");
+    build_lib(&lib1, &only_init);
+    // One with every symbol hcomm uses, whose cuInit says "no device".
+    let mut src = String::from("int cuInit(unsigned f) { (void)f; return 100; }\n");
+    for sym in hcomm_core::cuda::SYMBOLS.iter().filter(|s| **s != "cuInit") {
+        src.push_str(&format!("int {sym}(void) {{ return 999; }}\n"));
+    }
+    let no_device = s.dir.join("no_device.c");
+    std::fs::write(&no_device, src).unwrap();
+    let lib2 = s.dir.join("lib2");
+    build_lib(&lib2, &no_device);
+    for (lib, why) in [
+        (&lib1, "has no cuDriverGetVersion"),
+        (&lib2, "cuInit failed"),
+    ] {
+        let o = run(
+            &s,
+            &exe,
+            2,
+            &["query"],
+            &[
+                ("HCOMM_DEBUG", "INFO"),
+                ("HCOMM_CUDA", "1"),
+                ("LD_LIBRARY_PATH", lib.to_str().unwrap()),
+            ],
+        );
+        assert_query_run(&o, 2, 2, why);
+        let (_, err) = text(&o);
+        assert_eq!(err.matches(why).count(), 2, "{why}:\n{err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}
+
+/// The fake driver, checked to define every symbol hcomm calls.
+fn fake_driver(s: &Scratch) -> PathBuf {
+    let dir = s.dir.join("fake");
+    build_lib(
+        &dir,
+        &PathBuf::from(format!("{SOURCE}/tests/cuda/fake_cuda.c")),
+    );
+    let out = Command::new("nm")
+        .args(["-D", "--defined-only"])
+        .arg(dir.join("libcuda.so.1"))
+        .output()
+        .expect("nm");
+    let defined = String::from_utf8_lossy(&out.stdout).into_owned();
+    for sym in hcomm_core::cuda::SYMBOLS {
+        assert!(
+            defined.lines().any(|l| l.ends_with(&format!(" {sym}"))),
+            "the fake driver lacks {sym}"
+        );
+    }
+    dir
+}
+
+fn ok_lines(out: &str) -> Vec<(usize, usize)> {
+    out.lines()
+        .filter_map(|l| {
+            let rest = l.strip_prefix("OK rank ")?;
+            let (r, o) = rest.split_once(" opens ")?;
+            Some((r.parse().ok()?, o.trim().parse().ok()?))
+        })
+        .collect()
+}
+
+#[test]
+fn device_buffers_on_the_fake_driver() {
+    let s = Scratch::new("dev");
+    let exe = build_prog(&s);
+    let fake = fake_driver(&s);
+    let ld = ("LD_LIBRARY_PATH", fake.to_str().unwrap());
+    // 9 ranks: a reduction over more than 8 sources is a chain of kernel launches (with the
+    // real PTX; with the placeholder the reductions are staged).
+    for (n, transport) in [(2, "shm"), (3, "shm"), (9, "shm"), (2, "tcp")] {
+        let o = run(
+            &s,
+            &exe,
+            n,
+            &["device"],
+            &[ld, ("HCOMM_TRANSPORT", transport), ("HCOMM_DEBUG", "INFO")],
+        );
+        let (out, err) = text(&o);
+        assert!(o.status.success(), "{n} ranks, {transport}:\n{out}\n{err}");
+        let ok = ok_lines(&out);
+        assert_eq!(ok.len(), n, "{out}\n{err}");
+        for (r, opens) in ok {
+            if transport == "shm" {
+                // Allgather and bcast went over CUDA IPC (they need no kernel).
+                assert!(opens > 0, "rank {r} mapped no peer buffer\n{out}");
+            } else {
+                assert_eq!(opens, 0, "rank {r}: IPC between 'hosts'\n{out}");
+            }
+        }
+        assert!(err.contains("CUDA-aware"), "{err}");
+        assert!(err.contains("device buffers supported"), "{err}");
+    }
+}
+
+#[test]
+fn a_rank_that_cannot_map_its_peers_makes_everyone_stage() {
+    let s = Scratch::new("noopen");
+    let exe = build_prog(&s);
+    let fake = fake_driver(&s);
+    let o = run(
+        &s,
+        &exe,
+        3,
+        &["device"],
+        &[
+            ("LD_LIBRARY_PATH", fake.to_str().unwrap()),
+            ("FAKECUDA_FAIL_OPEN", "1"),
+            ("HCOMM_DEBUG", "INFO"),
+        ],
+    );
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    let ok = ok_lines(&out);
+    assert_eq!(ok.len(), 3, "{out}\n{err}");
+    // Rank 1 failed its first mapping; from then on the communicator stages, so the others
+    // mapped only what the first IPC call opened before the agreement.
+    assert!(ok.iter().any(|&(r, opens)| r == 1 && opens == 0), "{out}");
+    assert!(err.contains("CUDA IPC unusable"), "{err}");
+}
+
+#[test]
+fn a_thread_without_a_current_context() {
+    // The driver refuses cuPointerGetAttributes without a current context, and the program
+    // has none current: hcomm asks from a primary context and restores "none".
+    let s = Scratch::new("noctx");
+    let exe = build_prog(&s);
+    let fake = fake_driver(&s);
+    let o = run(
+        &s,
+        &exe,
+        2,
+        &["device"],
+        &[
+            ("LD_LIBRARY_PATH", fake.to_str().unwrap()),
+            ("FAKECUDA_NEED_CTX", "1"),
+            ("FAKECUDA_NO_USER_CTX", "1"),
+        ],
+    );
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    assert_eq!(ok_lines(&out).len(), 2, "{out}\n{err}");
+}
+
+#[test]
+fn cuda_arriving_after_the_first_collective() {
+    let s = Scratch::new("late");
+    let exe = build_prog(&s);
+    let fake = fake_driver(&s);
+    let o = run(
+        &s,
+        &exe,
+        2,
+        &["late"],
+        &[("LD_LIBRARY_PATH", fake.to_str().unwrap())],
+    );
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    assert_eq!(ok_lines(&out).len(), 2, "{out}\n{err}");
+}
+
+#[test]
+fn preload_never_hands_device_buffers_to_a_host_that_is_not_cuda_aware() {
+    let tool = |t: &str| {
+        Command::new(t)
+            .arg("-v")
+            .output()
+            .map(|o| o.status.success())
+            .unwrap_or(false)
+    };
+    if !tool("mpicc.mpich") {
+        eprintln!("no mpicc.mpich: skipped");
+        return;
+    }
+    let s = Scratch::new("preload");
+    let fake = fake_driver(&s);
+    let exe = s.dir.join("cuda_preload");
+    let out = Command::new("mpicc.mpich")
+        .arg(format!("{SOURCE}/tests/cuda/cuda_preload.c"))
+        .arg("-o")
+        .arg(&exe)
+        .arg("-ldl")
+        .output()
+        .expect("mpicc.mpich");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let preload = hcomm_bin().with_file_name("libhcomm_preload.so");
+    assert!(preload.is_file(), "build libhcomm_preload.so first");
+    let o = Command::new("mpiexec.mpich")
+        .args(["-n", "2", "-genv", "LD_PRELOAD"])
+        .arg(&preload)
+        .args(["-genv", "LD_LIBRARY_PATH"])
+        .arg(&fake)
+        .args(["-genv", "FAKECUDA_TAG", &s.tag])
+        .args(["-genv", "HCOMM_STATS", "1"])
+        .arg(&exe)
+        .stdin(Stdio::null())
+        .output()
+        .expect("mpiexec.mpich");
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    let ok: Vec<&str> = out.lines().filter(|l| l.starts_with("OK rank")).collect();
+    assert_eq!(ok.len(), 2, "{out}\n{err}");
+    // Debian's MPICH is built without CUDA: its answer, not hcomm's, reaches the program.
+    assert!(
+        ok.iter().all(|l| l.ends_with("host-cuda-support 0")),
+        "{out}"
+    );
+    assert_eq!(
+        err.matches("the host MPI is not CUDA-aware").count(),
+        2,
+        "{err}"
+    );
+    assert!(
+        err.contains("allreduce_handled=1"),
+        "hcomm took the predefined one:\n{err}"
+    );
+}

@@ -1,0 +1,291 @@
+/*
+ * fake_cuda.c -- a stand-in libcuda.so.1 for tests on machines without a GPU.
+ *
+ * It implements exactly the driver functions hcomm calls (hcomm_core::cuda::SYMBOLS) with
+ * the real prototypes, over host memory that the CPU can NOT touch directly:
+ *
+ *  - "device memory" (cuMemAlloc_v2, fake_alloc_noipc) is a shared-memory file mapped twice:
+ *    the address handed out is a PROT_NONE mapping (any host load or store through it
+ *    faults, as dereferencing a real device pointer on the host would), and a private
+ *    read-write alias that only this library uses to copy and reduce;
+ *  - IPC handles name the file; cuIpcOpenMemHandle maps it the same two ways in the peer;
+ *  - streams and events are tokens and every operation is synchronous;
+ *  - cuLaunchKernel runs hcomm_reduce_sum_{f32,f64,i32} on the CPU (other kernels fail);
+ *  - contexts are tokens; the current one is per thread, so tests can check that hcomm
+ *    restores the caller's.
+ *
+ * FAKECUDA_NEED_CTX=1 makes cuPointerGetAttributes fail without a current context.
+ * FAKECUDA_FAIL_OPEN=r makes cuIpcOpenMemHandle fail on rank r (HCOMM_RANK).
+ * Test helpers (not CUDA): fake_alloc_noipc (device memory without an IPC handle, like
+ * cudaMallocAsync pools), fake_ipc_opens (mappings opened so far), fake_is_device.
+ */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+typedef int CUresult;
+typedef unsigned long long CUdeviceptr;
+typedef struct { char reserved[64]; } CUipcMemHandle;
+
+enum { OK = 0, INVALID_VALUE = 1, NOT_FOUND = 500 };
+
+struct range {
+    uintptr_t dev;   /* PROT_NONE mapping: the "device address" */
+    uintptr_t alias; /* read-write mapping for this library */
+    size_t size;
+    size_t mapped; /* page-rounded */
+    unsigned long long id;
+    int own, ipc;
+    char name[48];
+};
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct range ranges[4096];
+static int nranges;
+static unsigned long long next_id = 1;
+static int opens;
+static int primary_ctx;
+static __thread void *current;
+
+static struct range *find(uintptr_t p) {
+    for (int i = 0; i < nranges; i++)
+        if (p >= ranges[i].dev && p < ranges[i].dev + ranges[i].size) return &ranges[i];
+    return NULL;
+}
+
+/* Host address for a device or host pointer (device ones through the alias). */
+static void *host(uintptr_t p) {
+    pthread_mutex_lock(&lock);
+    struct range *r = find(p);
+    void *h = r ? (void *)(r->alias + (p - r->dev)) : (void *)p;
+    pthread_mutex_unlock(&lock);
+    return h;
+}
+
+static int map_file(int fd, size_t size, struct range *r) {
+    size_t m = (size + 4095) & ~(size_t)4095;
+    void *d = mmap(NULL, m, PROT_NONE, MAP_SHARED, fd, 0);
+    void *a = mmap(NULL, m, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (d == MAP_FAILED || a == MAP_FAILED) return -1;
+    r->dev = (uintptr_t)d;
+    r->alias = (uintptr_t)a;
+    r->size = size;
+    r->mapped = m;
+    return 0;
+}
+
+static CUresult alloc(CUdeviceptr *p, size_t n, int ipc) {
+    if (!n || !p) return INVALID_VALUE;
+    pthread_mutex_lock(&lock);
+    struct range r = {0};
+    r.id = next_id++;
+    r.own = 1;
+    r.ipc = ipc;
+    /* FAKECUDA_TAG names the test run, so that it can remove what this run leaves behind
+       (hcomm keeps its staging buffers until the process exits). */
+    const char *tag = getenv("FAKECUDA_TAG");
+    snprintf(r.name, sizeof r.name, "/fakecuda-%s-%d-%llu", tag ? tag : "x", (int)getpid(), r.id);
+    int fd = shm_open(r.name, O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd < 0 || ftruncate(fd, (off_t)n) != 0 || map_file(fd, n, &r) != 0) {
+        if (fd >= 0) close(fd);
+        shm_unlink(r.name);
+        pthread_mutex_unlock(&lock);
+        return 2; /* CUDA_ERROR_OUT_OF_MEMORY */
+    }
+    close(fd);
+    ranges[nranges++] = r;
+    *p = r.dev;
+    pthread_mutex_unlock(&lock);
+    return OK;
+}
+
+static void drop_range(struct range *r) {
+    munmap((void *)r->dev, r->mapped);
+    munmap((void *)r->alias, r->mapped);
+    if (r->own) shm_unlink(r->name);
+    *r = ranges[--nranges];
+}
+
+CUresult cuInit(unsigned flags) { (void)flags; return OK; }
+CUresult cuDriverGetVersion(int *v) { *v = 13000; return OK; }
+CUresult cuGetErrorName(CUresult e, const char **s) {
+    *s = e == INVALID_VALUE ? "CUDA_ERROR_INVALID_VALUE" : "CUDA_ERROR_FAKE";
+    return OK;
+}
+
+CUresult cuPointerGetAttributes(unsigned n, unsigned *attrs, void **data, CUdeviceptr p) {
+    /* FAKECUDA_NEED_CTX: like drivers that want a current context for this call. */
+    if (getenv("FAKECUDA_NEED_CTX") && !current) return 201; /* CUDA_ERROR_INVALID_CONTEXT */
+    pthread_mutex_lock(&lock);
+    struct range *r = find((uintptr_t)p);
+    for (unsigned i = 0; i < n; i++) {
+        switch (attrs[i]) {
+        case 1: *(void **)data[i] = r ? (void *)&primary_ctx : NULL; break; /* CONTEXT */
+        case 2: *(unsigned *)data[i] = r ? 2 : 0; break;                    /* MEMORY_TYPE */
+        case 7: *(unsigned long long *)data[i] = r ? r->id : 0; break;      /* BUFFER_ID */
+        case 8: *(unsigned *)data[i] = 0; break;                            /* IS_MANAGED */
+        case 9: *(int *)data[i] = r ? 0 : -2; break;                        /* DEVICE_ORDINAL */
+        default: pthread_mutex_unlock(&lock); return INVALID_VALUE;
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    return OK;
+}
+
+CUresult cuCtxGetCurrent(void **c) { *c = current; return OK; }
+CUresult cuCtxSetCurrent(void *c) { current = c; return OK; }
+CUresult cuCtxGetId(void *c, unsigned long long *id) { *id = (uintptr_t)c; return OK; }
+CUresult cuDeviceGet(int *d, int ordinal) { *d = ordinal; return ordinal == 0 ? OK : INVALID_VALUE; }
+CUresult cuDevicePrimaryCtxRetain(void **c, int d) { (void)d; *c = &primary_ctx; return OK; }
+
+CUresult cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size, CUdeviceptr p) {
+    pthread_mutex_lock(&lock);
+    struct range *r = find((uintptr_t)p);
+    if (r) {
+        if (base) *base = r->dev;
+        if (size) *size = r->size;
+    }
+    pthread_mutex_unlock(&lock);
+    return r ? OK : NOT_FOUND;
+}
+
+CUresult cuIpcGetMemHandle(CUipcMemHandle *h, CUdeviceptr base) {
+    pthread_mutex_lock(&lock);
+    struct range *r = find((uintptr_t)base);
+    CUresult rc = INVALID_VALUE;
+    if (r && r->own && r->ipc && r->dev == (uintptr_t)base) {
+        memset(h, 0, sizeof *h);
+        memcpy(h->reserved, &r->size, 8);
+        memcpy(h->reserved + 8, &r->id, 8);
+        strncpy(h->reserved + 16, r->name, 47);
+        rc = OK;
+    }
+    pthread_mutex_unlock(&lock);
+    return rc;
+}
+
+CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *p, CUipcMemHandle h, unsigned flags) {
+    (void)flags;
+    /* FAKECUDA_FAIL_OPEN=r: rank r cannot map peers' memory (no peer access, say). */
+    const char *fail = getenv("FAKECUDA_FAIL_OPEN"), *me = getenv("HCOMM_RANK");
+    if (fail && me && !strcmp(fail, me)) return 217; /* CUDA_ERROR_PEER_ACCESS_UNSUPPORTED */
+    struct range r = {0};
+    memcpy(&r.size, h.reserved, 8);
+    memcpy(&r.id, h.reserved + 8, 8);
+    memcpy(r.name, h.reserved + 16, 47);
+    int fd = shm_open(r.name, O_RDWR, 0);
+    if (fd < 0) return INVALID_VALUE; /* freed by its owner: a stale handle */
+    int bad = map_file(fd, r.size, &r);
+    close(fd);
+    if (bad) return INVALID_VALUE;
+    pthread_mutex_lock(&lock);
+    /* Peers' buffer ids live in another process: keep them apart from ours. */
+    r.id |= 1ull << 63;
+    ranges[nranges++] = r;
+    opens++;
+    pthread_mutex_unlock(&lock);
+    *p = r.dev;
+    return OK;
+}
+
+CUresult cuIpcCloseMemHandle(CUdeviceptr p) {
+    pthread_mutex_lock(&lock);
+    struct range *r = find((uintptr_t)p);
+    CUresult rc = INVALID_VALUE;
+    if (r && !r->own && r->dev == (uintptr_t)p) {
+        drop_range(r);
+        rc = OK;
+    }
+    pthread_mutex_unlock(&lock);
+    return rc;
+}
+
+CUresult cuModuleLoadData(void **m, const void *image) { (void)image; *m = (void *)1; return OK; }
+CUresult cuModuleGetFunction(void **f, void *m, const char *name) {
+    (void)m;
+    *f = strdup(name);
+    return OK;
+}
+
+struct srcs { const void *p[8]; };
+
+#define FOLD(T)                                                                      \
+    for (unsigned long long i = 0; i < count; i++) {                                \
+        T acc = ((const T *)host((uintptr_t)s->p[0]))[i];                           \
+        for (int k = 1; k < nsrc; k++) acc += ((const T *)host((uintptr_t)s->p[k]))[i]; \
+        ((T *)dst)[i] = acc;                                                         \
+    }
+
+CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                        unsigned bz, unsigned shmem, void *stream, void **params, void **extra) {
+    (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)shmem; (void)stream;
+    (void)extra;
+    const char *name = f;
+    const struct srcs *s = params[0];
+    int nsrc = *(int *)params[1];
+    void *dst = host(*(uintptr_t *)params[2]);
+    unsigned long long count = *(unsigned long long *)params[3];
+    if (nsrc < 1 || nsrc > 8) return INVALID_VALUE;
+    if (!strcmp(name, "hcomm_reduce_sum_f32")) { FOLD(float) }
+    else if (!strcmp(name, "hcomm_reduce_sum_f64")) { FOLD(double) }
+    else if (!strcmp(name, "hcomm_reduce_sum_i32")) { FOLD(int) }
+    else return NOT_FOUND;
+    return OK;
+}
+
+static int token;
+CUresult cuStreamCreate(void **s, unsigned flags) { (void)flags; *s = &token; return OK; }
+CUresult cuEventCreate(void **e, unsigned flags) { (void)flags; *e = &token; return OK; }
+CUresult cuEventRecord(void *e, void *s) { (void)e; (void)s; return OK; }
+CUresult cuEventSynchronize(void *e) { (void)e; return OK; }
+
+CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr d, CUdeviceptr s, size_t n, void *st) {
+    (void)st;
+    memmove(host((uintptr_t)d), host((uintptr_t)s), n);
+    return OK;
+}
+CUresult cuMemcpyDtoHAsync_v2(void *d, CUdeviceptr s, size_t n, void *st) {
+    (void)st;
+    memcpy(d, host((uintptr_t)s), n);
+    return OK;
+}
+CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *s, size_t n, void *st) {
+    (void)st;
+    memcpy(host((uintptr_t)d), s, n);
+    return OK;
+}
+
+CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) { return alloc(p, n, 1); }
+CUresult cuMemFree_v2(CUdeviceptr p) {
+    pthread_mutex_lock(&lock);
+    struct range *r = find((uintptr_t)p);
+    CUresult rc = INVALID_VALUE;
+    if (r && r->own && r->dev == (uintptr_t)p) {
+        drop_range(r);
+        rc = OK;
+    }
+    pthread_mutex_unlock(&lock);
+    return rc;
+}
+CUresult cuMemHostAlloc(void **p, size_t n, unsigned flags) {
+    (void)flags;
+    *p = malloc(n);
+    return *p ? OK : 2;
+}
+CUresult cuMemFreeHost(void *p) { free(p); return OK; }
+
+/* Test helpers. */
+CUresult fake_alloc_noipc(CUdeviceptr *p, size_t n) { return alloc(p, n, 0); }
+int fake_ipc_opens(void) { return opens; }
+int fake_is_device(const void *p) {
+    pthread_mutex_lock(&lock);
+    int d = find((uintptr_t)p) != NULL;
+    pthread_mutex_unlock(&lock);
+    return d;
+}
