@@ -29,6 +29,9 @@
 #             next to cuMemcpyDtoD and a host-staged allreduce measured in the same run; the
 #             aims (HBM rate >= 60 % of the copy rate and >= 10x the staged path at 64 MiB and
 #             above) are reported as met or not
+#   hcomm-bench `hcomm bench allreduce --memory device -b 1M -e 256M` at 2 ranks: the
+#             nccl-tests-style table on device buffers, with the GPU's cuMemcpyDtoD rate and
+#             a host-staged allreduce column from the same run (every row checked)
 #   train     examples/train_mlp_torch.py --device cuda, 2 ranks, PyPI MPICH's mpiexec with
 #             LD_PRELOAD=libhcomm_preload.so and HCOMM_STATS=1 (every rank must show its
 #             allreduces handled by hcomm, and identical weights)
@@ -39,7 +42,8 @@
 # with status 0.
 #
 # scripts/gpu-check.sh --dry-run: every step, on any machine, with host memory standing in for
-# device memory (gpu_coll/gpu_bench --host, --max-mib 64; torch tensors on the CPU): checks this
+# device memory (gpu_coll/gpu_bench --host, --max-mib 64; hcomm bench --memory host -e 64M;
+# torch tensors on the CPU): checks this
 # script, the programs and the Python side against hcomm's host paths. No figure of a dry run
 # is a GPU figure.
 #
@@ -49,6 +53,7 @@
 # Env: GPU_CHECK_DIR=build/gpu  GPU_CHECK_BUDGET=285 (seconds for the whole run)
 #      GPU_CHECK_QUICK=1 (gpu_coll: the device mix only)  BENCH_MAX_MIB=1024  BENCH_BUDGET=0.25
 #      (seconds per measurement)  HCOMM_GPU_CHECK_DEVICE=0 (the GPU all ranks share)
+#      HCOMM_BENCH_MAX=256M (hcomm bench -e)
 #      PYTHON=python3  MPICH_WHEEL_VERSION / MPI4PY_VERSION (default: scripts/mpi4py-env.sh's)
 set -uo pipefail
 
@@ -275,7 +280,7 @@ if [ "$DRY" = 1 ]; then
     bench_args+=(--host)
 fi
 if [ "$ipc_rc" = 77 ] && [ "$DRY" = 0 ]; then
-    for c in gpu_coll torch_coll gpu_bench train_torch; do row "$c" skipped "no GPU"; done
+    for c in gpu_coll torch_coll gpu_bench hcomm-bench train_torch; do row "$c" skipped "no GPU"; done
     echo
     echo "gpu-check: no GPU on this machine ${ipc_text#no CUDA device: skipped }: nothing to check on device buffers; this is not a failure"
 else
@@ -378,6 +383,41 @@ print("\n".join(dict.fromkeys(p)))' >"$site/hcomm-gpu-check-host.pth" || return 
             tail_log "$LOG"
         fi
     done
+
+    # ---- hcomm bench on device memory ---------------------------------------------------
+    # The CLI benchmark itself on device buffers: its header has the GPU's d2d copy rate, its
+    # rows the device allreduce and the host-staged one, measured in the same run.
+    hb_args=(allreduce --memory device -b 1M -e "${HCOMM_BENCH_MAX:-256M}")
+    [ -n "${HCOMM_GPU_CHECK_DEVICE:-}" ] && hb_args+=(--device-id "$HCOMM_GPU_CHECK_DEVICE")
+    hb_kind=device
+    if [ "$DRY" = 1 ]; then
+        hb_args=(allreduce --memory host -b 1M -e "${HCOMM_BENCH_MAX:-64M}")
+        hb_kind="host memory"
+    fi
+    step hcomm-bench-n2 75 "$REL/hcomm" run -n 2 "$REL/hcomm" bench "${hb_args[@]}"
+    grep -a -E '^# (memory|d2d copy)|^# +collective|^ +allreduce ' "$LOG" | sed 's/^/   /'
+    # Rows: 1 coll, 2 size, 9 time(us), 11 busbw, 12 #wrong, 13 staged(us) (device memory).
+    hb=$(awk '!/^#/ && $1 == "allreduce" && NF >= 12 {
+            n++; if ($12 != "0") bad++; last = $2; t = $9; bw = $11; st = $13
+            if ($11 > max) max = $11 }
+         END { if (n) printf "%d %d %s %s %s %s %s", n, bad, last, t, bw, max, (st == "" ? "-" : st) }' "$LOG")
+    read -r hb_n hb_bad hb_size hb_t hb_bw hb_max hb_st <<<"${hb:-0 0 0 0 0 0 -}"
+    hb_d2d=$(sed -n 's/^# d2d copy: \([0-9.]*\) GB\/s.*/\1/p' "$LOG" | head -1)
+    hb_gpus=$(sed -n 's/^# memory: device: .*(by rank: \([0-9 ]*\);.*/\1/p' "$LOG" | head -1)
+    if [ "$RC" = 125 ]; then
+        row "hcomm-bench n=2" skipped "time budget spent"
+    elif [ "$RC" = 0 ] && [ "$hb_n" -gt 0 ] && [ "$hb_bad" = 0 ]; then
+        hb_fig="$hb_n sizes right; at $((hb_size >> 20)) MiB: ${hb_kind} ${hb_t} us, busbw ${hb_bw} GB/s (up to ${hb_max})"
+        if [ "$hb_st" != - ]; then
+            hb_fig+=", host-staged ${hb_st} us ($(awk -v a="$hb_st" -v b="$hb_t" 'BEGIN { printf "%.1f", (b > 0 ? a / b : 0) }')x the device time)"
+        fi
+        [ -n "$hb_d2d" ] && hb_fig+="; d2d copy ${hb_d2d} GB/s"
+        [ -n "$hb_gpus" ] && hb_fig+="; GPUs by rank: ${hb_gpus}"
+        row "hcomm-bench n=2" PASS "${hb_fig}; ${STEP_SECS} s"
+    else
+        row "hcomm-bench n=2" FAIL "status $RC$([ "$RC" = 124 ] && echo ' (timed out)'): $hb_n rows, $hb_bad with wrong elements; see $LOG"
+        tail_log "$LOG"
+    fi
 
     # ---- training -------------------------------------------------------------------------
     if [ "$have_venv" = 1 ]; then

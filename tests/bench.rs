@@ -171,6 +171,9 @@ fn hcomm_bench_rejects_bad_arguments() {
         &["-d", "quaternion"][..],
         &["-d", "float", "-o", "band"],
         &["-r", "5"],
+        &["--device-id", "0"],
+        &["--memory", "device", "--overlap-us", "10"],
+        &["--memory", "gpu"],
     ] {
         let out = bench(args);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {out:?}");

@@ -183,14 +183,8 @@ fn a_broken_driver_means_cuda_unavailable_once() {
     let lib1 = s.dir.join("lib1");
     build_lib(&lib1, &only_init);
     // One with every symbol hcomm uses, whose cuInit says "no device".
-    let mut src = String::from("int cuInit(unsigned f) { (void)f; return 100; }\n");
-    for sym in hcomm_core::cuda::SYMBOLS.iter().filter(|s| **s != "cuInit") {
-        src.push_str(&format!("int {sym}(void) {{ return 999; }}\n"));
-    }
-    let no_device = s.dir.join("no_device.c");
-    std::fs::write(&no_device, src).unwrap();
     let lib2 = s.dir.join("lib2");
-    build_lib(&lib2, &no_device);
+    no_device_driver(&s, &lib2);
     for (lib, why) in [
         (&lib1, "has no cuDriverGetVersion"),
         (&lib2, "cuInit failed"),
@@ -403,4 +397,223 @@ fn preload_never_hands_device_buffers_to_a_host_that_is_not_cuda_aware() {
         err.contains("allreduce_handled=1"),
         "hcomm took the predefined one:\n{err}"
     );
+}
+
+/// `hcomm run -n N hcomm bench ARGS` with `env`, killed after two minutes (a hung collective
+/// fails the test instead of hanging it).
+fn bench(s: &Scratch, n: usize, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new("timeout");
+    cmd.args(["-k", "5", "120"])
+        .arg(hcomm_bin())
+        .args(["run", "-n", &n.to_string()])
+        .arg(hcomm_bin())
+        .arg("bench")
+        .args(args)
+        .env_remove("HCOMM_CUDA")
+        .env_remove("HCOMM_TRANSPORT")
+        .env("FAKECUDA_TAG", &s.tag)
+        .stdin(Stdio::null());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("start timeout hcomm run")
+}
+
+/// A `libcuda.so.1` in `dir` with every symbol hcomm calls, whose `cuInit` says "no device".
+fn no_device_driver(s: &Scratch, dir: &Path) {
+    let mut src = String::from("int cuInit(unsigned f) { (void)f; return 100; }\n");
+    for sym in hcomm_core::cuda::SYMBOLS.iter().filter(|s| **s != "cuInit") {
+        src.push_str(&format!("int {sym}(void) {{ return 999; }}\n"));
+    }
+    let c = s.dir.join("no_device.c");
+    std::fs::write(&c, src).unwrap();
+    build_lib(dir, &c);
+}
+
+const COLLS: [&str; 5] = [
+    "allreduce",
+    "bcast",
+    "allgather",
+    "reduce_scatter",
+    "reduce",
+];
+
+/// `hcomm bench --memory device` against the fake driver: device buffers on every rank (the
+/// CPU cannot touch them), every result right, the device-to-device copy rate in the header,
+/// the host-staged allreduce on the allreduce rows.
+#[test]
+fn bench_on_device_memory_with_the_fake_driver() {
+    let s = Scratch::new("bench");
+    let fake = fake_driver(&s);
+    let ld = ("LD_LIBRARY_PATH", fake.to_str().unwrap());
+    let mut args = COLLS.to_vec();
+    args.extend(["--memory", "device", "-b", "8", "-e", "1M"]);
+    let o = bench(&s, 2, &args, &[ld, ("HCOMM_DEBUG", "INFO")]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    // CUDA was asked for explicitly (HCOMM_CUDA unset) before the first collective.
+    assert!(err.contains("device buffers supported"), "{err}");
+    assert!(err.contains("CUDA-aware"), "{err}");
+    assert!(
+        out.contains("# memory: device: cuMemAlloc on each rank's GPU (by rank: 0 0; local rank mod 1 GPU(s)), rank 0's: hcomm fake CUDA device;"),
+        "{out}"
+    );
+    let d2d: f64 = out
+        .lines()
+        .find_map(|l| l.strip_prefix("# d2d copy: "))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|x| x.parse().ok())
+        .unwrap_or_else(|| panic!("no d2d copy line:\n{out}"));
+    assert!(d2d > 0.0 && d2d.is_finite(), "{out}");
+    assert!(
+        out.contains("cuMemcpyDtoD of 1048576 B x 256,"),
+        "the largest size, the default count:\n{out}"
+    );
+    let header = out
+        .lines()
+        .find(|l| l.starts_with("#      collective"))
+        .expect("column header");
+    assert!(
+        header.trim_end().ends_with("#wrong  staged(us)"),
+        "{header}"
+    );
+    let rows: Vec<Vec<&str>> = out
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    // 8 B .. 1 MiB: 18 sizes of each collective (8 B is one float per rank at 2 ranks).
+    assert_eq!(rows.len(), 5 * 18, "{out}");
+    for r in &rows {
+        assert_eq!(r.len(), 13, "malformed row {r:?}\n{out}");
+        assert_eq!(r[11], "0", "wrong elements in {r:?}\n{out}");
+        if r[0] == "allreduce" {
+            let t: f64 = r[12]
+                .parse()
+                .unwrap_or_else(|_| panic!("staged time {r:?}"));
+            assert!(t > 0.0, "{r:?}");
+        } else {
+            assert_eq!(r[12], "-", "staged time on a {} row", r[0]);
+        }
+    }
+    for c in COLLS {
+        assert!(rows.iter().any(|r| r[0] == c), "no row for {c}:\n{out}");
+    }
+}
+
+/// In place, another root and 3 ranks; and the JSON document says what the table says.
+#[test]
+fn bench_on_device_memory_in_place_and_json() {
+    let s = Scratch::new("benchj");
+    let fake = fake_driver(&s);
+    let ld = ("LD_LIBRARY_PATH", fake.to_str().unwrap());
+    let mut args = COLLS.to_vec();
+    args.extend([
+        "--memory",
+        "device",
+        "--inplace",
+        "-r",
+        "2",
+        "-b",
+        "8",
+        "-e",
+        "256K",
+        "-f",
+        "8",
+    ]);
+    let o = bench(&s, 3, &args, &[ld]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    let rows: Vec<Vec<&str>> = out
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert!(rows.len() >= 5 * 5, "{out}");
+    assert!(rows.iter().all(|r| r.len() == 13 && r[11] == "0"), "{out}");
+
+    let o = bench(
+        &s,
+        2,
+        &[
+            "allreduce",
+            "bcast",
+            "--memory",
+            "device",
+            "-b",
+            "8",
+            "-e",
+            "64K",
+            "-f",
+            "8",
+            "--json",
+        ],
+        &[ld],
+    );
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    assert!(out.contains("\"memory\":\"device\""), "{out}");
+    assert!(
+        out.contains("\"device\":{\"gpus\":[0,0],\"rule\":\"local rank mod 1 GPU(s)\",\"name\":\"hcomm fake CUDA device\",\"d2d_copy_gbs\":"),
+        "{out}"
+    );
+    assert!(
+        out.contains("\"d2d_copy_bytes\":32768,"),
+        "the largest size: {out}"
+    );
+    // 8, 64, 512, 4K, 32K: five rows each; the staged time on allreduce rows only.
+    assert_eq!(
+        out.matches("\"collective\":\"allreduce\"").count(),
+        5,
+        "{out}"
+    );
+    assert_eq!(out.matches("\"collective\":\"bcast\"").count(), 5, "{out}");
+    assert_eq!(
+        out.matches("\"wrong\":0,\"staged_time_us\":null}").count(),
+        5,
+        "{out}"
+    );
+    assert_eq!(out.matches("\"staged_time_us\":").count(), 10, "{out}");
+    assert!(!out.contains("\"staged_time_us\":0,"), "{out}");
+}
+
+/// Without a usable CUDA driver `--memory device` ends every rank with status 1 and one line
+/// saying why; nothing panics.
+#[test]
+fn bench_on_device_memory_without_cuda_says_why() {
+    let s = Scratch::new("benchno");
+    let args = ["allreduce", "--memory", "device", "-b", "8", "-e", "1K"];
+    let check = |o: &Output, why: &str| {
+        let (out, err) = text(o);
+        assert_eq!(o.status.code(), Some(1), "{why}:\n{out}\n{err}");
+        let lines: Vec<&str> = err
+            .lines()
+            .filter(|l| l.contains("no usable CUDA device"))
+            .collect();
+        assert_eq!(lines.len(), 1, "{why}: one line for the job:\n{err}");
+        assert!(
+            lines[0].starts_with("hcomm bench: no usable CUDA device: ") && lines[0].contains(why),
+            "{why}:\n{err}"
+        );
+        assert!(
+            lines[0].ends_with("(and on 1 more of the 2 ranks)"),
+            "{why}:\n{err}"
+        );
+        assert!(!err.contains("panicked"), "{err}");
+        assert!(!out.contains("collective"), "no table:\n{out}");
+    };
+    // HCOMM_CUDA=0 keeps hcomm away from CUDA even when asked.
+    let o = bench(&s, 2, &args, &[("HCOMM_CUDA", "0")]);
+    check(&o, "HCOMM_CUDA=0");
+    // A driver whose cuInit fails.
+    let lib = s.dir.join("nodev");
+    no_device_driver(&s, &lib);
+    let o = bench(&s, 2, &args, &[("LD_LIBRARY_PATH", lib.to_str().unwrap())]);
+    check(&o, "CUDA cuInit failed");
+    if real_cuda_present() {
+        eprintln!("a CUDA driver is installed here: the no-driver case skipped");
+        return;
+    }
+    let o = bench(&s, 2, &args, &[]);
+    check(&o, "no CUDA driver library found");
 }

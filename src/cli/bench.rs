@@ -31,19 +31,52 @@
 //!
 //! Output is the table of [`report`] (or the `--json` document) on rank 0; header lines start
 //! with `#`.
+//!
+//! # Device memory (`--memory device`)
+//!
+//! Send and receive buffers are CUDA device memory (`cuMemAlloc`, through
+//! [`hcomm_core::cuda::Device`]) on the rank's GPU: the local rank (its index among the ranks
+//! of its host, `MPI_Comm_split_type` shared) modulo the number of GPUs, or `--device-id` for
+//! every rank; its primary context is made current, as `cudaSetDevice` would. CUDA is asked
+//! for explicitly before the first collective (so the world communicator is CUDA-aware from
+//! its first call, docs/GPU.md); when it cannot be used every rank ends with status 1 after
+//! one line "no usable CUDA device: <why>". What changes:
+//!
+//! - `--check`: the pattern is written on the host and copied to the device, the output is
+//!   poisoned with `cuMemsetD8`, and the result is copied back to be compared — all outside
+//!   the timed loop.
+//! - Header `# d2d copy: R GB/s`: the device-to-device copy rate of rank 0's GPU, measured
+//!   once before the sweep by rank 0 alone (the others wait: ranks may share the GPU):
+//!   `cuMemcpyDtoD` of the largest size from the send to the receive buffer, back to back, as
+//!   many copies as the iteration rule gives that size (`-n` if set), one wait at the end;
+//!   R = 2 · size · copies / time (bytes read plus bytes written: a copy's memory traffic).
+//! - Column `staged(us)` on every row (`-` except on allreduce rows): the same allreduce the
+//!   way a program does it with an MPI that cannot take device buffers — `cuMemcpyDtoH` of the
+//!   input to pinned host memory (`cuMemHostAlloc`), `MPI_Allreduce(MPI_IN_PLACE)` on it,
+//!   `cuMemcpyHtoD` of the result to the receive buffer — with the same warm-up, iterations
+//!   and timing as the device call, measured right after it. With `--check` its result is
+//!   checked too and counts in `#wrong`.
+//! - JSON: `"memory":"device"`, a `device` object (every rank's GPU, the rule, rank 0's GPU's
+//!   name, `d2d_copy_gbs`, `d2d_copy_bytes`, `d2d_copies`) and `staged_time_us` on every row
+//!   (null where the table shows `-`). Host runs say `"memory":"host"` and have neither.
+//!
+//! `--overlap-us` measures host memory only (nonblocking collectives do not take device
+//! buffers).
 
+mod mem;
 mod overlap;
 mod pattern;
 mod report;
 
-use std::alloc::{self, Layout};
 use std::ffi::{c_int, c_void};
 use std::ptr;
 
 use clap::{Args, ValueEnum};
 use hcomm_core::abi::api;
 use hcomm_core::abi::handles as h;
+use hcomm_core::cuda::{Device, PinnedBuffer};
 
+use mem::{Buf, Space};
 use pattern::{Dtype, Op, Pattern, Table, POISON};
 use report::Row;
 
@@ -54,6 +87,7 @@ const MIN_ITERS: u64 = 10;
 const DEFAULT_MAX_ITERS: u64 = 2000;
 
 const MPI_INT64_T: c_int = 0x4c00_083a;
+const MPI_INT32_T: c_int = 0x4c00_0439;
 const MPI_DOUBLE: c_int = 0x4c00_080b;
 const MPI_SUM: c_int = 0x5800_0003;
 const MPI_MAX: c_int = 0x5800_0001;
@@ -133,6 +167,14 @@ impl Coll {
     }
 }
 
+/// Where the buffers live (`--memory`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Memory {
+    Host,
+    /// CUDA device memory on the rank's GPU
+    Device,
+}
+
 /// Arguments of `hcomm bench` (flags as nccl-tests spells them).
 #[derive(Debug, Args)]
 pub struct BenchArgs {
@@ -179,6 +221,14 @@ pub struct BenchArgs {
     /// Print one JSON document instead of the table
     #[arg(long)]
     json: bool,
+    /// Where send and receive buffers live: host memory, or CUDA device memory on each rank's
+    /// GPU (then also: the GPU's device-to-device copy rate, and a host-staged allreduce)
+    #[arg(long, value_enum, default_value = "host")]
+    memory: Memory,
+    /// With --memory device: the GPU of every rank (default: the local rank modulo the
+    /// number of GPUs)
+    #[arg(long = "device-id")]
+    device_id: Option<usize>,
     /// Instead of the sweep: overlap MPI_Iallreduce (float sum) with this many microseconds
     /// of computation per iteration and report how much communication was hidden (-b/-e/-f
     /// sizes; -n iterations, default 50)
@@ -224,39 +274,6 @@ fn sizes(min: usize, max: usize, f: u64) -> Vec<usize> {
     v
 }
 
-/// A page-aligned heap buffer (as the C benchmark's `posix_memalign`), so that alignment is
-/// the same for every implementation.
-struct Buf {
-    ptr: *mut u8,
-    layout: Layout,
-}
-
-impl Buf {
-    fn new(len: usize) -> Buf {
-        let layout = Layout::from_size_align(len.max(1), 4096).expect("buffer size");
-        // SAFETY: the layout has a non-zero size.
-        let ptr = unsafe { alloc::alloc_zeroed(layout) };
-        if ptr.is_null() {
-            alloc::handle_alloc_error(layout);
-        }
-        Buf { ptr, layout }
-    }
-
-    fn bytes(&mut self, from: usize, len: usize) -> &mut [u8] {
-        assert!(from + len <= self.layout.size());
-        // SAFETY: in bounds (checked above) of an allocation this Buf owns; &mut self makes
-        // the slice the only reference.
-        unsafe { std::slice::from_raw_parts_mut(self.ptr.add(from), len) }
-    }
-}
-
-impl Drop for Buf {
-    fn drop(&mut self) {
-        // SAFETY: allocated in `new` with this layout.
-        unsafe { alloc::dealloc(self.ptr, self.layout) }
-    }
-}
-
 /// `MPI_IN_PLACE` in the MPICH ABI.
 fn in_place() -> *const c_void {
     h::IN_PLACE as *const c_void
@@ -270,8 +287,10 @@ struct Ctx {
     op: &'static Op,
     root: usize,
     inplace: bool,
-    send: Buf,
-    recv: Buf,
+    send: Space,
+    recv: Space,
+    /// The host buffer of the host-staged allreduce (`--memory device` with allreduce).
+    pinned: Option<PinnedBuffer>,
 }
 
 /// Everything about one collective at one size.
@@ -295,16 +314,24 @@ fn ok(rc: c_int, what: &str) {
     }
 }
 
+/// The value, or the job fails with the error (a device copy or allocation that failed).
+fn must<T>(r: hcomm_core::error::Result<T>, what: &str) -> T {
+    r.unwrap_or_else(|e| {
+        eprintln!("hcomm bench: {what}: {}", e.msg);
+        std::process::exit(1);
+    })
+}
+
 impl Ctx {
     /// The collective's call on this rank's buffers, as a C program would make it.
     fn call(&mut self, s: &Shape) -> c_int {
         let (dt, op, root) = (self.dt.handle, self.op.handle, self.root as c_int);
         let blk = s.block as api::Count;
-        let recv = self.recv.ptr.cast::<c_void>();
+        let recv = self.recv.ptr();
         let send: *const c_void = if self.inplace {
             in_place()
         } else {
-            self.send.ptr.cast::<c_void>()
+            self.send.ptr()
         };
         // SAFETY: the buffers hold max(S) bytes each (allocated for the largest size), which
         // covers every argument below; the counts and handles are valid.
@@ -315,7 +342,7 @@ impl Ctx {
                 Coll::Reduce => {
                     // MPI_IN_PLACE is for the root only.
                     let send = if self.inplace && self.rank != self.root {
-                        self.send.ptr.cast::<c_void>()
+                        self.send.ptr()
                     } else {
                         send
                     };
@@ -349,6 +376,42 @@ impl Ctx {
         }
     }
 
+    /// The host-staged allreduce of `--memory device`, as a program whose MPI cannot take
+    /// device buffers makes it: the input copied to pinned host memory, `MPI_Allreduce` in
+    /// place there, the result copied to the device receive buffer.
+    fn staged_call(&mut self, s: &Shape) -> c_int {
+        let Some(pinned) = self.pinned.as_mut() else {
+            unreachable!("staged allreduce without a pinned buffer")
+        };
+        let host = &mut pinned.as_mut_slice()[..s.size];
+        let src = if self.inplace { &self.recv } else { &self.send };
+        let src = src.device_buffer().expect("device memory");
+        must(
+            src.copy_to_host(0, host),
+            "cuMemcpyDtoH of the staged allreduce",
+        );
+        // SAFETY: the pinned buffer holds max(S) >= S bytes; count and handles are valid.
+        let rc = unsafe {
+            api::allreduce(
+                "MPI_Allreduce",
+                in_place(),
+                host.as_mut_ptr().cast(),
+                s.block as api::Count,
+                self.dt.handle,
+                self.op.handle,
+                WORLD,
+            )
+        };
+        if rc == 0 {
+            let dst = self.recv.device_buffer_mut().expect("device memory");
+            must(
+                dst.copy_from_host(0, host),
+                "cuMemcpyHtoD of the staged allreduce",
+            );
+        }
+        rc
+    }
+
     /// Fills the input with the check pattern and the output with poison.
     fn prepare(&mut self, s: &Shape, pat: &Pattern) {
         let writes_output = match s.coll {
@@ -361,7 +424,7 @@ impl Ctx {
                 Coll::ReduceScatter => s.bblock,
                 _ => s.size,
             };
-            self.recv.bytes(0, out_len).fill(POISON);
+            must(self.recv.fill(0, out_len, POISON), "filling the output");
         }
         if s.coll == Coll::Bcast && self.rank != self.root {
             return;
@@ -372,31 +435,32 @@ impl Ctx {
         } else {
             &mut self.send
         };
-        pat.input(self.rank).fill(buf.bytes(from, len), 0);
+        let t = pat.input(self.rank);
+        must(buf.write(from, len, |b| t.fill(b, 0)), "filling the input");
     }
 
     /// Wrong elements of this rank's result.
     fn wrong(&mut self, s: &Shape, pat: &Pattern) -> u64 {
         let reduced = || pat.reduced();
+        let out_len = match s.coll {
+            Coll::Reduce if self.rank != self.root => return 0,
+            Coll::ReduceScatter => s.bblock,
+            _ => s.size,
+        };
+        let out = must(self.recv.read(0, out_len), "reading the result");
         match s.coll {
-            Coll::Allreduce => reduced().count_wrong(self.recv.bytes(0, s.size), 0),
-            Coll::Bcast => pat
-                .input(self.root)
-                .count_wrong(self.recv.bytes(0, s.size), 0),
-            Coll::Reduce if self.rank == self.root => {
-                reduced().count_wrong(self.recv.bytes(0, s.size), 0)
-            }
-            Coll::Reduce => 0,
+            Coll::Allreduce | Coll::Reduce => reduced().count_wrong(out, 0),
+            Coll::Bcast => pat.input(self.root).count_wrong(out, 0),
             Coll::Allgather => (0..self.n)
                 .map(|j| {
                     pat.input(j)
-                        .count_wrong(self.recv.bytes(j * s.bblock, s.bblock), 0)
+                        .count_wrong(&out[j * s.bblock..(j + 1) * s.bblock], 0)
                 })
                 .sum(),
             Coll::ReduceScatter => {
                 let first = self.rank * s.block;
                 let t: Table = reduced();
-                t.count_wrong(self.recv.bytes(0, s.bblock), first)
+                t.count_wrong(out, first)
             }
             Coll::All => unreachable!(),
         }
@@ -464,6 +528,133 @@ fn library_version() -> String {
         .to_string()
 }
 
+/// One line on stderr in one write, so that the lines of several ranks do not interleave.
+fn say(line: &str) {
+    use std::io::Write;
+    let _ = std::io::stderr().write_all(format!("hcomm bench: {line}\n").as_bytes());
+}
+
+/// Whether `r` is `Ok` on every rank (collective). When it is not, one line says why: rank
+/// 0's reason when it failed itself (the usual case: every rank fails alike), else each
+/// failing rank's.
+fn everywhere<T>(r: hcomm_core::error::Result<T>, rank: usize, n: usize) -> Option<T> {
+    // Low half: how many ranks failed; high half: whether rank 0 did.
+    let lead = if rank == 0 { 1u64 << 32 } else { 0 };
+    let mine = if r.is_err() { lead | 1 } else { 0 };
+    let sum = sum_over_ranks(mine);
+    let (failed, lead_failed) = (sum & 0xffff_ffff, sum >> 32 != 0);
+    match r {
+        Ok(v) if failed == 0 => Some(v),
+        Err(e) if rank == 0 => {
+            let others = match failed - 1 {
+                0 => String::new(),
+                k => format!(" (and on {k} more of the {n} ranks)"),
+            };
+            say(&format!("{}{others}", e.msg));
+            None
+        }
+        Err(e) if !lead_failed => {
+            say(&format!("rank {rank}: {}", e.msg));
+            None
+        }
+        _ => None,
+    }
+}
+
+/// This rank's index among the ranks of its host (`MPI_Comm_split_type` shared).
+fn local_rank() -> usize {
+    const MPI_INFO_NULL: c_int = 0x1c00_0000;
+    let (mut node, mut r): (c_int, c_int) = (0, 0);
+    // SAFETY: valid handles and out-pointers; the communicator is freed below.
+    unsafe {
+        ok(
+            api::comm_split_type(WORLD, h::COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &mut node),
+            "MPI_Comm_split_type",
+        );
+        ok(api::comm_rank(node, &mut r), "MPI_Comm_rank");
+        ok(api::comm_free(&mut node), "MPI_Comm_free");
+    }
+    r as usize
+}
+
+/// The GPUs of `--memory device`.
+struct Gpu {
+    dev: Device,
+    /// Every rank's GPU ordinal, by rank.
+    ordinals: Vec<i32>,
+    /// How the ordinal was chosen, for the header.
+    rule: String,
+    /// This rank's GPU's name.
+    name: String,
+}
+
+/// Picks and opens this rank's GPU (`count`: what the driver sees, or why CUDA is
+/// unusable). Collective: `None` on every rank when any rank failed.
+fn gpu_setup(
+    args: &BenchArgs,
+    count: hcomm_core::error::Result<usize>,
+    rank: usize,
+    n: usize,
+) -> Option<Gpu> {
+    let count = everywhere(count, rank, n)?;
+    let local = local_rank();
+    let ordinal = args.device_id.unwrap_or(local % count);
+    let dev = everywhere(
+        Device::open(ordinal).and_then(|d| d.make_current().map(|()| d)),
+        rank,
+        n,
+    )?;
+    let mine = ordinal as i32;
+    let mut ordinals = vec![0i32; n];
+    // SAFETY: one int32 in, n out, valid handles.
+    ok(
+        unsafe {
+            api::allgather(
+                "MPI_Allgather",
+                ptr::from_ref(&mine).cast(),
+                1,
+                MPI_INT32_T,
+                ordinals.as_mut_ptr().cast(),
+                1,
+                MPI_INT32_T,
+                WORLD,
+            )
+        },
+        "MPI_Allgather",
+    );
+    let rule = match args.device_id {
+        Some(k) => format!("--device-id {k}"),
+        None => format!("local rank mod {count} GPU(s)"),
+    };
+    let name = dev.name().unwrap_or_else(|e| format!("? ({})", e.msg));
+    Some(Gpu {
+        dev,
+        ordinals,
+        rule,
+        name,
+    })
+}
+
+/// The device-to-device copy rate of rank 0's GPU in GB/s, (bytes read + bytes written) /
+/// time, over `copies` copies of `bytes` bytes from the send to the receive buffer, rank 0
+/// alone while the others wait (ranks may share the GPU). Collective.
+fn d2d_rate(ctx: &mut Ctx, bytes: usize, copies: u64) -> f64 {
+    let mut rate = 0.0;
+    if ctx.rank == 0 {
+        let src = ctx.send.device_buffer().expect("device memory");
+        let dst = ctx.recv.device_buffer_mut().expect("device memory");
+        must(dst.copy_from_device(src, bytes, 1), "cuMemcpyDtoD");
+        let t0 = now();
+        must(
+            dst.copy_from_device(src, bytes, copies as usize),
+            "cuMemcpyDtoD",
+        );
+        let t = now() - t0;
+        rate = 2.0 * bytes as f64 * copies as f64 / t / 1e9;
+    }
+    max_over_ranks(rate)
+}
+
 /// Entry point of `hcomm bench`; returns the process exit code.
 pub fn bench(args: BenchArgs) -> i32 {
     // Everything that can be wrong with the arguments is found before MPI_Init, on every rank
@@ -497,6 +688,17 @@ pub fn bench(args: BenchArgs) -> i32 {
         eprintln!("hcomm bench: -b is larger than -e");
         return 2;
     }
+    let device = args.memory == Memory::Device;
+    if args.device_id.is_some() && !device {
+        eprintln!("hcomm bench: --device-id needs --memory device");
+        return 2;
+    }
+    if args.overlap_us.is_some() && device {
+        eprintln!(
+            "hcomm bench: --overlap-us measures host memory only (nonblocking collectives do not take device buffers)"
+        );
+        return 2;
+    }
     let mut colls: Vec<Coll> = Vec::new();
     for &c in &args.colls {
         let list: &[Coll] = if c == Coll::All {
@@ -510,6 +712,9 @@ pub fn bench(args: BenchArgs) -> i32 {
             }
         }
     }
+    // Device memory asks for CUDA explicitly, before the first collective: the world
+    // communicator is then CUDA-aware from its first call on (docs/GPU.md, "Paths").
+    let cuda = device.then(Device::count);
 
     // SAFETY: no argc/argv is passed (allowed by MPI).
     ok(
@@ -535,9 +740,15 @@ pub fn bench(args: BenchArgs) -> i32 {
             rank == 0,
         )
     } else {
-        sweep(&args, &colls, dt, op, rank, n)
+        match cuda {
+            None => sweep(&args, &colls, dt, op, rank, n, None),
+            Some(count) => match gpu_setup(&args, count, rank, n) {
+                Some(gpu) => sweep(&args, &colls, dt, op, rank, n, Some(&gpu)),
+                None => 1,
+            },
+        }
     };
-    // SAFETY: after init; nothing is used after.
+    // SAFETY: after init; nothing is used after (the buffers were freed with the sweep).
     ok(unsafe { api::finalize() }, "MPI_Finalize");
     code
 }
@@ -550,9 +761,26 @@ fn sweep(
     op: &'static Op,
     rank: usize,
     n: usize,
+    gpu: Option<&Gpu>,
 ) -> i32 {
     let all_sizes = sizes(args.min_bytes, args.max_bytes, args.step_factor);
     let max_size = all_sizes.last().copied().unwrap_or(0);
+    let dev = gpu.map(|g| g.dev);
+    let buffers = (|| {
+        let space = |len| match &dev {
+            None => Ok(Space::host(len)),
+            Some(d) => Space::device(d, len),
+        };
+        let (send, recv) = (space(max_size)?, space(max_size)?);
+        let pinned = match dev {
+            Some(d) if colls.contains(&Coll::Allreduce) => Some(d.alloc_pinned(max_size)?),
+            _ => None,
+        };
+        Ok((send, recv, pinned))
+    })();
+    let Some((send, recv, pinned)) = everywhere(buffers, rank, n) else {
+        return 1;
+    };
     let mut ctx = Ctx {
         rank,
         n,
@@ -560,9 +788,16 @@ fn sweep(
         op,
         root: args.root,
         inplace: args.inplace,
-        send: Buf::new(max_size),
-        recv: Buf::new(max_size),
+        send,
+        recv,
+        pinned,
     };
+    let d2d = gpu.map(|_| {
+        let copies = args
+            .iters
+            .unwrap_or_else(|| default_iters(max_size, args.iter_bytes, args.max_iters));
+        (d2d_rate(&mut ctx, max_size, copies), copies)
+    });
     let pat = Pattern::new(dt, op, n);
     let library = library_version();
     let host = hcomm_core::log::hostname();
@@ -597,7 +832,23 @@ fn sweep(
                 .map_or("max(2, iters/10)".to_string(), |w| w.to_string())
         );
         println!("# time: per call, slowest rank's batch (barrier before each batch); algbw = size/time; busbw = algbw x 2(n-1)/n (allreduce), (n-1)/n (allgather, reduce_scatter), 1 (bcast, reduce); GB = 1e9 B");
-        println!("{}", report::HEADER);
+        if let (Some(g), Some((rate, copies))) = (gpu, d2d) {
+            let list: Vec<String> = g.ordinals.iter().map(|o| o.to_string()).collect();
+            println!(
+                "# memory: device: cuMemAlloc on each rank's GPU (by rank: {}; {}), rank 0's: {}; inputs written and results read through host copies, outside the timed loop",
+                list.join(" "),
+                g.rule,
+                g.name
+            );
+            println!(
+                "# d2d copy: {rate:.3} GB/s on rank 0's GPU {}: cuMemcpyDtoD of {max_size} B x {copies}, rank 0 alone, (bytes read + bytes written) / time",
+                g.dev.ordinal()
+            );
+            println!("# staged(us): allreduce rows: cuMemcpyDtoH to pinned host memory, MPI_Allreduce in place there, cuMemcpyHtoD; same warm-up and iterations, timed the same way; its result counts in #wrong too");
+            println!("{}{}", report::HEADER, report::STAGED_HEADER);
+        } else {
+            println!("{}", report::HEADER);
+        }
     }
     let mut rows = Vec::new();
     let mut any_wrong = false;
@@ -648,10 +899,29 @@ fn sweep(
             }
             let per_call = max_over_ranks((now() - t0) / iters as f64);
 
+            let staged = ctx.pinned.is_some() && coll == Coll::Allreduce;
+            let staged_us = staged.then(|| {
+                for _ in 0..warmup {
+                    ok(ctx.staged_call(&s), "staged MPI_Allreduce");
+                }
+                barrier();
+                let t0 = now();
+                for _ in 0..iters {
+                    ok(ctx.staged_call(&s), "staged MPI_Allreduce");
+                }
+                max_over_ranks((now() - t0) / iters as f64) * 1e6
+            });
+
             let wrong = args.check.then(|| {
                 ctx.prepare(&s, &pat);
                 ok(ctx.call(&s), coll.name());
-                sum_over_ranks(ctx.wrong(&s, &pat))
+                let mut w = ctx.wrong(&s, &pat);
+                if staged {
+                    ctx.prepare(&s, &pat);
+                    ok(ctx.staged_call(&s), "staged MPI_Allreduce");
+                    w += ctx.wrong(&s, &pat);
+                }
+                sum_over_ranks(w)
             });
             any_wrong |= wrong.unwrap_or(0) > 0;
             let algbw = s.size as f64 / per_call / 1e9;
@@ -673,9 +943,10 @@ fn sweep(
                 algbw,
                 busbw: algbw * coll.bus_factor(n),
                 wrong,
+                staged_us,
             };
             if lead && !args.json {
-                println!("{}", row.text());
+                println!("{}", row.text(gpu.is_some()));
             }
             rows.push(row);
         }
@@ -684,12 +955,24 @@ fn sweep(
         eprint!("\r\x1b[K");
     }
     if lead && args.json {
+        let device = match (gpu, d2d) {
+            (Some(g), Some((rate, copies))) => Some(report::DeviceInfo {
+                gpus: &g.ordinals,
+                rule: &g.rule,
+                name: &g.name,
+                d2d_gbs: rate,
+                d2d_bytes: max_size,
+                d2d_copies: copies,
+            }),
+            _ => None,
+        };
         let info = report::RunInfo {
             version,
             library: &library,
             host: &host,
             ranks: n,
             check: args.check,
+            device,
         };
         println!("{}", report::json(&info, &rows));
     }

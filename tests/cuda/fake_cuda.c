@@ -12,7 +12,8 @@
  *  - streams and events are tokens and every operation is synchronous;
  *  - cuLaunchKernel runs hcomm_reduce_sum_{f32,f64,i32} on the CPU (other kernels fail);
  *  - contexts are tokens; the current one is per thread, so tests can check that hcomm
- *    restores the caller's.
+ *    restores the caller's;
+ *  - one device (ordinal 0), named "hcomm fake CUDA device".
  *
  * FAKECUDA_NEED_CTX=1 makes cuPointerGetAttributes fail without a current context.
  * FAKECUDA_FAIL_OPEN=r makes cuIpcOpenMemHandle fail on rank r (HCOMM_RANK).
@@ -142,6 +143,12 @@ CUresult cuCtxGetCurrent(void **c) { *c = current; return OK; }
 CUresult cuCtxSetCurrent(void *c) { current = c; return OK; }
 CUresult cuCtxGetId(void *c, unsigned long long *id) { *id = (uintptr_t)c; return OK; }
 CUresult cuDeviceGet(int *d, int ordinal) { *d = ordinal; return ordinal == 0 ? OK : INVALID_VALUE; }
+CUresult cuDeviceGetCount(int *n) { *n = 1; return OK; }
+CUresult cuDeviceGetName(char *name, int len, int d) {
+    if (d != 0 || len < 1) return INVALID_VALUE;
+    snprintf(name, (size_t)len, "hcomm fake CUDA device");
+    return OK;
+}
 CUresult cuDevicePrimaryCtxRetain(void **c, int d) { (void)d; *c = &primary_ctx; return OK; }
 
 CUresult cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size, CUdeviceptr p) {
@@ -215,11 +222,16 @@ CUresult cuModuleGetFunction(void **f, void *m, const char *name) {
 
 struct srcs { const void *p[8]; };
 
+/* Each source is resolved once per launch, not once per element: the lookup takes the lock. */
 #define FOLD(T)                                                                      \
-    for (unsigned long long i = 0; i < count; i++) {                                \
-        T acc = ((const T *)host((uintptr_t)s->p[0]))[i];                           \
-        for (int k = 1; k < nsrc; k++) acc += ((const T *)host((uintptr_t)s->p[k]))[i]; \
-        ((T *)dst)[i] = acc;                                                         \
+    {                                                                                \
+        const T *src[8];                                                             \
+        for (int k = 0; k < nsrc; k++) src[k] = host((uintptr_t)s->p[k]);            \
+        for (unsigned long long i = 0; i < count; i++) {                             \
+            T acc = src[0][i];                                                       \
+            for (int k = 1; k < nsrc; k++) acc += src[k][i];                         \
+            ((T *)dst)[i] = acc;                                                     \
+        }                                                                            \
     }
 
 CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
@@ -258,6 +270,20 @@ CUresult cuMemcpyDtoHAsync_v2(void *d, CUdeviceptr s, size_t n, void *st) {
 CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *s, size_t n, void *st) {
     (void)st;
     memcpy(host((uintptr_t)d), s, n);
+    return OK;
+}
+
+/* Device memory only, inside one allocation: a host pointer or an overrun is an error, as on
+   a real device (where it would be an invalid address), not a silent host write. */
+CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, void *st) {
+    (void)st;
+    pthread_mutex_lock(&lock);
+    struct range *r = find((uintptr_t)d);
+    int ok = r && n <= r->size - ((uintptr_t)d - r->dev);
+    void *h = ok ? (void *)(r->alias + ((uintptr_t)d - r->dev)) : NULL;
+    pthread_mutex_unlock(&lock);
+    if (!ok) return INVALID_VALUE;
+    memset(h, v, n);
     return OK;
 }
 

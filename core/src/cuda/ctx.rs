@@ -135,7 +135,7 @@ impl Contexts {
         Ok(b)
     }
 
-    fn primary(&self, ordinal: i32) -> Result<usize> {
+    pub fn primary(&self, ordinal: i32) -> Result<usize> {
         let mut map = self.primary.lock();
         if let Some(&c) = map.get(&ordinal) {
             return Ok(c);

@@ -13,10 +13,12 @@
 //! * `staging` — hcomm's streams, events, staging and pinned buffers, segments;
 //! * `path` — every rank of a communicator agreeing on one path per call;
 //! * `ipc_coll`, `staged` — the algorithms of the two device paths;
-//! * `entry` — the device-aware front of the blocking collectives.
+//! * `entry` — the device-aware front of the blocking collectives;
+//! * `devmem` — device and pinned memory for programs that ask for CUDA (hcomm's benchmark).
 
 mod classify;
 mod ctx;
+mod devmem;
 mod drv;
 mod entry;
 mod gate;
@@ -33,6 +35,7 @@ use std::sync::OnceLock;
 use parking_lot::Mutex;
 
 pub use classify::{any_device, classify, Classifier, Dev, Mem};
+pub use devmem::{require, Device, DeviceBuffer, PinnedBuffer};
 pub use drv::SYMBOLS;
 pub use entry::*;
 pub use gate::Mode;
@@ -51,7 +54,8 @@ pub struct Cuda {
 }
 
 static GATE: gate::Gate = gate::Gate::new();
-static CUDA: OnceLock<Option<Cuda>> = OnceLock::new();
+/// The first touch's outcome: CUDA, or why it cannot be used (final for the process).
+static CUDA: OnceLock<std::result::Result<Cuda, String>> = OnceLock::new();
 
 /// `HCOMM_CUDA`, read once.
 pub fn mode() -> Mode {
@@ -69,7 +73,7 @@ pub fn mode() -> Mode {
 #[inline]
 pub fn active() -> Option<&'static Cuda> {
     if GATE.query(mode, gate::loader_adds, gate::libcuda_loaded, first_touch) {
-        CUDA.get().and_then(Option::as_ref)
+        CUDA.get().and_then(|c| c.as_ref().ok())
     } else {
         None
     }
@@ -100,11 +104,11 @@ fn first_touch() -> bool {
                 c.driver_version % 1000 / 10,
                 c.library
             );
-            Some(c)
+            Ok(c)
         }
         Ok(Err(why)) => {
             crate::info!("CUDA unavailable: {why}; device buffers cannot be used");
-            None
+            Err(why)
         }
         Err(p) => {
             let what = p
@@ -113,10 +117,10 @@ fn first_touch() -> bool {
                 .or_else(|| p.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "panic".into());
             crate::info!("CUDA unavailable: {what}; device buffers cannot be used");
-            None
+            Err(what)
         }
     })
-    .is_some()
+    .is_ok()
 }
 
 fn init_driver() -> std::result::Result<Cuda, String> {
