@@ -316,7 +316,7 @@ fn check_memlock(r: &mut Report) {
             Status::Pass,
             "locked memory",
             &format!(
-                "RLIMIT_MEMLOCK {} bytes (hcomm does not lock host memory; GPU frameworks pinning host buffers may want `ulimit -l unlimited`)",
+                "RLIMIT_MEMLOCK {} bytes (hcomm locks no host memory itself; its CUDA staging buffers are pinned through the CUDA driver; GPU frameworks pinning host buffers may want `ulimit -l unlimited`)",
                 limit_text(soft)
             ),
         ),
