@@ -304,6 +304,78 @@ fn a_rank_that_cannot_map_its_peers_makes_everyone_stage() {
     assert!(err.contains("CUDA IPC unusable"), "{err}");
 }
 
+/// `rank R: module loads N` lines of the test program.
+fn module_loads(out: &str) -> Vec<usize> {
+    out.lines()
+        .filter_map(|l| l.split_once(": module loads ")?.1.trim().parse().ok())
+        .collect()
+}
+
+#[test]
+fn reductions_stage_where_the_kernels_cannot_load() {
+    // An old driver everywhere (CUDA 12.4: the PTX's ISA is too new), and an old GPU on one
+    // rank only: every rank agrees to stage the reductions, nobody fails, and the load is
+    // tried once per context, not per call.
+    let s = Scratch::new("oldptx");
+    let exe = build_prog(&s);
+    let fake = fake_driver(&s);
+    let ld = ("LD_LIBRARY_PATH", fake.to_str().unwrap());
+    for (env, why, warned) in [
+        (
+            vec![("FAKECUDA_PTX", "222"), ("FAKECUDA_DRIVER", "12040")],
+            "UNSUPPORTED_PTX_VERSION",
+            3,
+        ),
+        (vec![("FAKECUDA_PTX", "209:1")], "NO_BINARY_FOR_GPU", 1),
+    ] {
+        let mut env = env.clone();
+        env.extend([ld, ("HCOMM_DEBUG", "WARN")]);
+        let o = run(&s, &exe, 3, &["device"], &env);
+        let (out, err) = text(&o);
+        assert!(o.status.success(), "{why}:\n{out}\n{err}");
+        assert_eq!(ok_lines(&out).len(), 3, "{why}:\n{out}\n{err}");
+        let lines: Vec<&str> = err
+            .lines()
+            .filter(|l| l.contains("GPU reduction kernels unavailable"))
+            .collect();
+        assert_eq!(lines.len(), warned, "{why}: once per failing rank\n{err}");
+        assert!(lines.iter().all(|l| l.contains(why)), "{err}");
+        if warned == 3 {
+            assert!(lines.iter().all(|l| l.contains("driver 12.4")), "{err}");
+        }
+        let loads = module_loads(&out);
+        assert_eq!(loads.len(), 3, "{out}");
+        assert!(
+            loads.iter().all(|&n| n <= 1),
+            "loaded once per context: {loads:?}"
+        );
+    }
+}
+
+#[test]
+fn a_rank_that_cannot_export_anything_makes_everyone_stage() {
+    // Rank 1 has no CUDA IPC at all (not even for hcomm's own staging buffer), as on WSL2:
+    // it shares nothing, and every call agrees to stage instead of failing everywhere.
+    let s = Scratch::new("noipc");
+    let exe = build_prog(&s);
+    let fake = fake_driver(&s);
+    let o = run(
+        &s,
+        &exe,
+        3,
+        &["device"],
+        &[
+            ("LD_LIBRARY_PATH", fake.to_str().unwrap()),
+            ("FAKECUDA_NO_IPC", "1"),
+            ("HCOMM_DEBUG", "INFO"),
+        ],
+    );
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    assert_eq!(ok_lines(&out).len(), 3, "{out}\n{err}");
+    assert!(err.contains("cannot share its buffer"), "{err}");
+}
+
 #[test]
 fn a_thread_without_a_current_context() {
     // The driver refuses cuPointerGetAttributes without a current context, and the program

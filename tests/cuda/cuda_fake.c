@@ -27,6 +27,7 @@ static int (*DtoH)(void *, dptr, size_t, void *);
 static int (*CtxGet)(void **);
 static int (*CtxSet)(void *);
 static int (*Opens)(void);
+static int (*Loads)(void);
 
 static int rank, size, failures;
 /* The caller's current context: a token, or none with FAKECUDA_NO_USER_CTX. */
@@ -56,6 +57,7 @@ static void load_cuda(void) {
     CtxGet = (int (*)(void **))dlsym(h, "cuCtxGetCurrent");
     CtxSet = (int (*)(void *))dlsym(h, "cuCtxSetCurrent");
     Opens = (int (*)(void))dlsym(h, "fake_ipc_opens");
+    Loads = (int (*)(void))dlsym(h, "fake_module_loads");
     if (!MemAlloc || !NoIpcAlloc || !MemFree || !HtoD || !DtoH || !CtxGet || !CtxSet || !Opens) {
         fprintf(stderr, "rank %d: libcuda.so.1 is not the test's fake\n", rank);
         exit(2);
@@ -340,6 +342,7 @@ int main(int argc, char **argv) {
         host_collectives();
     }
     int opens = Opens ? Opens() : 0;
+    if (Loads) printf("rank %d: module loads %d\n", rank, Loads());
     MPI_Finalize();
     if (failures) {
         fprintf(stderr, "rank %d: %d failures\n", rank, failures);

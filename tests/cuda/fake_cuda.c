@@ -16,6 +16,10 @@
  *
  * FAKECUDA_NEED_CTX=1 makes cuPointerGetAttributes fail without a current context.
  * FAKECUDA_FAIL_OPEN=r makes cuIpcOpenMemHandle fail on rank r (HCOMM_RANK).
+ * FAKECUDA_NO_IPC=r makes cuIpcGetMemHandle fail on rank r (a platform without CUDA IPC).
+ * FAKECUDA_DRIVER=v is what cuDriverGetVersion says (default 13000).
+ * FAKECUDA_PTX=code[:r] makes cuModuleLoadData fail with `code` (on rank r only, if given),
+ * as an old driver (222, UNSUPPORTED_PTX_VERSION) or an old GPU (209, NO_BINARY_FOR_GPU) does.
  * Test helpers (not CUDA): fake_alloc_noipc (device memory without an IPC handle, like
  * cudaMallocAsync pools), fake_ipc_opens (mappings opened so far), fake_is_device.
  */
@@ -113,9 +117,19 @@ static void drop_range(struct range *r) {
 }
 
 CUresult cuInit(unsigned flags) { (void)flags; return OK; }
-CUresult cuDriverGetVersion(int *v) { *v = 13000; return OK; }
+CUresult cuDriverGetVersion(int *v) {
+    const char *d = getenv("FAKECUDA_DRIVER");
+    *v = d ? atoi(d) : 13000;
+    return OK;
+}
 CUresult cuGetErrorName(CUresult e, const char **s) {
-    *s = e == INVALID_VALUE ? "CUDA_ERROR_INVALID_VALUE" : "CUDA_ERROR_FAKE";
+    switch (e) {
+    case INVALID_VALUE: *s = "CUDA_ERROR_INVALID_VALUE"; break;
+    case 208: *s = "CUDA_ERROR_ALREADY_MAPPED"; break;
+    case 209: *s = "CUDA_ERROR_NO_BINARY_FOR_GPU"; break;
+    case 222: *s = "CUDA_ERROR_UNSUPPORTED_PTX_VERSION"; break;
+    default: *s = "CUDA_ERROR_FAKE";
+    }
     return OK;
 }
 
@@ -156,6 +170,8 @@ CUresult cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size, CUdeviceptr p)
 }
 
 CUresult cuIpcGetMemHandle(CUipcMemHandle *h, CUdeviceptr base) {
+    const char *no = getenv("FAKECUDA_NO_IPC"), *me = getenv("HCOMM_RANK");
+    if (no && me && !strcmp(no, me)) return 801; /* CUDA_ERROR_NOT_SUPPORTED */
     pthread_mutex_lock(&lock);
     struct range *r = find((uintptr_t)base);
     CUresult rc = INVALID_VALUE;
@@ -206,7 +222,18 @@ CUresult cuIpcCloseMemHandle(CUdeviceptr p) {
     return rc;
 }
 
-CUresult cuModuleLoadData(void **m, const void *image) { (void)image; *m = (void *)1; return OK; }
+static int module_loads;
+CUresult cuModuleLoadData(void **m, const void *image) {
+    (void)image;
+    __sync_fetch_and_add(&module_loads, 1);
+    const char *f = getenv("FAKECUDA_PTX"), *me = getenv("HCOMM_RANK");
+    if (f) {
+        const char *at = strchr(f, ':');
+        if (!at || (me && atoi(at + 1) == atoi(me))) return atoi(f);
+    }
+    *m = (void *)1;
+    return OK;
+}
 CUresult cuModuleGetFunction(void **f, void *m, const char *name) {
     (void)m;
     *f = strdup(name);
@@ -283,6 +310,7 @@ CUresult cuMemFreeHost(void *p) { free(p); return OK; }
 /* Test helpers. */
 CUresult fake_alloc_noipc(CUdeviceptr *p, size_t n) { return alloc(p, n, 0); }
 int fake_ipc_opens(void) { return opens; }
+int fake_module_loads(void) { return module_loads; }
 int fake_is_device(const void *p) {
     pthread_mutex_lock(&lock);
     int d = find((uintptr_t)p) != NULL;

@@ -134,9 +134,10 @@ pub(crate) struct Call<'a> {
     pub bufs: &'a [Mem],
     /// Nothing moves on any rank (every rank knows this alike).
     pub empty: bool,
-    /// Whether a kernel exists for the call's datatype and op (`true` for data movement);
-    /// asked only when the ranks vote.
-    pub kernel: &'a dyn Fn() -> bool,
+    /// Whether a kernel for the call's datatype and op runs in the context of the given
+    /// buffer (`true` for data movement); asked only when this rank could otherwise vote for
+    /// IPC, so a rank whose driver or GPU cannot load the kernels votes for staging.
+    pub kernel: &'a dyn Fn(&super::classify::Dev) -> bool,
 }
 
 /// Chooses the path of one call; collective over `c` (see the module docs).
@@ -148,18 +149,20 @@ pub(crate) fn choose(c: &Comm, call: &Call<'_>) -> Result<Path> {
     if !aware(c)? {
         return Ok(local_path(has_device));
     }
-    let one_ctx = {
-        let mut devs = call.bufs.iter().filter_map(Mem::dev);
-        let first = devs.next();
-        first.is_some_and(|f| devs.all(|d| d.ctx == f.ctx && d.ordinal == f.ordinal))
-    };
+    let first = call.bufs.iter().find_map(Mem::dev);
+    let one_ctx = first.is_some_and(|f| {
+        call.bufs
+            .iter()
+            .filter_map(Mem::dev)
+            .all(|d| d.ctx == f.ctx && d.ordinal == f.ordinal)
+    });
     let no_host = !call.bufs.contains(&Mem::Host);
     let can_ipc = has_device
         && one_ctx
         && no_host
         && super::active().is_some()
         && all_local(c)
-        && (call.kernel)()
+        && first.is_some_and(|f| (call.kernel)(f))
         && !ipc_broken(c);
     let all = exchange(c, vote_word(can_ipc, has_device))?
         .iter()
