@@ -9,6 +9,9 @@
  *    faults, as dereferencing a real device pointer on the host would), and a private
  *    read-write alias that only this library uses to copy and reduce;
  *  - IPC handles name the file; cuIpcOpenMemHandle maps it the same two ways in the peer;
+ *    like real drivers (which map an import at the exporter's address), it fails with
+ *    CUDA_ERROR_ALREADY_MAPPED while an import of the same exporter overlapping that
+ *    allocation's address range is still open in this process;
  *  - streams and events are tokens and every operation is synchronous;
  *  - cuLaunchKernel runs hcomm_reduce_sum_{f32,f64,i32} on the CPU (other kernels fail);
  *  - contexts are tokens; the current one is per thread, so tests can check that hcomm
@@ -31,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 typedef int CUresult;
@@ -45,6 +49,7 @@ struct range {
     size_t size;
     size_t mapped; /* page-rounded */
     unsigned long long id;
+    uintptr_t xbase; /* imports: the allocation's address in the exporter */
     int own, ipc;
     char name[48];
 };
@@ -177,8 +182,8 @@ CUresult cuIpcGetMemHandle(CUipcMemHandle *h, CUdeviceptr base) {
     CUresult rc = INVALID_VALUE;
     if (r && r->own && r->ipc && r->dev == (uintptr_t)base) {
         memset(h, 0, sizeof *h);
-        memcpy(h->reserved, &r->size, 8);
-        memcpy(h->reserved + 8, &r->id, 8);
+        memcpy(h->reserved, &r->id, 8);
+        memcpy(h->reserved + 8, &r->dev, 8);
         strncpy(h->reserved + 16, r->name, 47);
         rc = OK;
     }
@@ -192,11 +197,30 @@ CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *p, CUipcMemHandle h, unsigned flags)
     const char *fail = getenv("FAKECUDA_FAIL_OPEN"), *me = getenv("HCOMM_RANK");
     if (fail && me && !strcmp(fail, me)) return 217; /* CUDA_ERROR_PEER_ACCESS_UNSUPPORTED */
     struct range r = {0};
-    memcpy(&r.size, h.reserved, 8);
-    memcpy(&r.id, h.reserved + 8, 8);
+    memcpy(&r.id, h.reserved, 8);
+    memcpy(&r.xbase, h.reserved + 8, 8);
     memcpy(r.name, h.reserved + 16, 47);
     int fd = shm_open(r.name, O_RDWR, 0);
     if (fd < 0) return INVALID_VALUE; /* freed by its owner: a stale handle */
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        close(fd);
+        return INVALID_VALUE;
+    }
+    r.size = (size_t)st.st_size;
+    /* The exporter: the name up to its last '-' ("/fakecuda-TAG-PID-"). */
+    size_t who = (size_t)(strrchr(r.name, '-') - r.name);
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < nranges; i++) {
+        struct range *o = &ranges[i];
+        if (!o->own && !strncmp(o->name, r.name, who) && o->xbase < r.xbase + r.size &&
+            r.xbase < o->xbase + o->size) {
+            pthread_mutex_unlock(&lock);
+            close(fd);
+            return 208; /* CUDA_ERROR_ALREADY_MAPPED */
+        }
+    }
+    pthread_mutex_unlock(&lock);
     int bad = map_file(fd, r.size, &r);
     close(fd);
     if (bad) return INVALID_VALUE;

@@ -91,20 +91,57 @@ pub(crate) fn all_agree(c: &Comm, ok: bool) -> Result<bool> {
     Ok(exchange(c, u32::from(ok))?.iter().all(|&w| w == 1))
 }
 
-/// Communicators on which mapping a peer's buffer failed once (no peer access between the
-/// devices, IPC forbidden by the container, ...): every member recorded it after the same
-/// agreement, so they all stop voting for IPC there.
-static IPC_BROKEN: parking_lot::Mutex<Vec<u64>> = parking_lot::Mutex::new(Vec::new());
+/// Communicators on which the IPC agreement failed (no peer access between the devices, IPC
+/// forbidden by the container, a peer that could not share, ...): this rank stops voting for
+/// IPC there for a while — 64 of its votes, doubling with each further failure up to 4096 —
+/// and then tries again. Only this rank's vote word depends on it, and the AND of the words
+/// decides, so ranks that count differently still agree on every call's path.
+static IPC_BROKEN: parking_lot::Mutex<Vec<Backoff>> = parking_lot::Mutex::new(Vec::new());
+
+struct Backoff {
+    comm: u64,
+    /// Votes left without IPC.
+    left: u32,
+    /// The pause after the next failure.
+    next: u32,
+}
+
+const BACKOFF_FIRST: u32 = 64;
+const BACKOFF_MAX: u32 = 4096;
 
 pub(crate) fn mark_ipc_broken(c: &Comm) {
+    mark_broken(c.id);
+}
+
+fn mark_broken(comm: u64) {
     let mut b = IPC_BROKEN.lock();
-    if !b.contains(&c.id) {
-        b.push(c.id);
+    match b.iter_mut().find(|e| e.comm == comm) {
+        Some(e) => {
+            e.left = e.next;
+            e.next = (e.next * 2).min(BACKOFF_MAX);
+        }
+        None => b.push(Backoff {
+            comm,
+            left: BACKOFF_FIRST,
+            next: (BACKOFF_FIRST * 2).min(BACKOFF_MAX),
+        }),
+    }
+}
+
+/// Whether this rank sits out IPC on `comm` for this vote (counts the vote).
+fn broken(comm: u64) -> bool {
+    let mut b = IPC_BROKEN.lock();
+    match b.iter_mut().find(|e| e.comm == comm) {
+        Some(e) if e.left > 0 => {
+            e.left -= 1;
+            true
+        }
+        _ => false,
     }
 }
 
 fn ipc_broken(c: &Comm) -> bool {
-    IPC_BROKEN.lock().contains(&c.id)
+    broken(c.id)
 }
 
 /// Every rank's `word` (an internal allgather: it takes a call number like any collective,
@@ -203,6 +240,24 @@ mod tests {
     fn without_agreement_device_buffers_stage_the_whole_message() {
         assert_eq!(local_path(true), Path::Staged { segmented: false });
         assert_eq!(local_path(false), Path::Host);
+    }
+
+    #[test]
+    fn a_failed_ipc_agreement_pauses_ipc_and_backs_off() {
+        let id = u64::MAX - 7; // no real communicator has this id
+        assert!(!broken(id));
+        mark_broken(id);
+        let pause = (0..10_000).take_while(|_| broken(id)).count();
+        assert_eq!(pause, BACKOFF_FIRST as usize);
+        assert!(!broken(id), "IPC is voted for again after the pause");
+        mark_broken(id);
+        let pause = (0..10_000).take_while(|_| broken(id)).count();
+        assert_eq!(pause, 2 * BACKOFF_FIRST as usize);
+        for _ in 0..20 {
+            mark_broken(id);
+        }
+        let pause = (0..10_000).take_while(|_| broken(id)).count();
+        assert_eq!(pause, BACKOFF_MAX as usize);
     }
 
     #[test]
