@@ -86,17 +86,23 @@ fn build_prog(s: &Scratch) -> PathBuf {
 
 /// `dir/libcuda.so.1` from C source.
 fn build_lib(dir: &Path, source: &Path) {
+    build_lib_as(dir, source, "libcuda.so.1", &[]);
+}
+
+/// `dir/name` from C source, with extra compiler flags.
+fn build_lib_as(dir: &Path, source: &Path, name: &str, flags: &[&str]) {
     std::fs::create_dir_all(dir).unwrap();
-    cc(&[
-        "-O1",
-        "-shared",
-        "-fPIC",
+    let out = dir.join(name);
+    let mut args = vec!["-O1", "-shared", "-fPIC"];
+    args.extend_from_slice(flags);
+    args.extend([
         source.to_str().unwrap(),
         "-o",
-        dir.join("libcuda.so.1").to_str().unwrap(),
+        out.to_str().unwrap(),
         "-lpthread",
         "-lrt",
     ]);
+    cc(&args);
 }
 
 /// Runs the program on `n` ranks with `env`; returns the output (status checked by callers).
@@ -164,9 +170,12 @@ fn without_cuda_the_answer_is_0_and_collectives_work() {
     assert_query_run(&o, 2, 0, "HCOMM_CUDA=0");
     let o = run(&s, &exe, 2, &["query"], &[info, ("HCOMM_CUDA", "1")]);
     assert_query_run(&o, 2, 2, "HCOMM_CUDA=1");
-    // The default log level says nothing about CUDA.
+    // The default log level (WARN) says nothing about CUDA when nobody asked for it, and
+    // warns when HCOMM_CUDA=1 asked for it.
+    let o = run(&s, &exe, 2, &["query"], &[]);
+    assert_query_run(&o, 2, 0, "HCOMM_CUDA unset without HCOMM_DEBUG");
     let o = run(&s, &exe, 2, &["query"], &[("HCOMM_CUDA", "1")]);
-    assert_query_run(&o, 2, 0, "HCOMM_CUDA=1 without HCOMM_DEBUG");
+    assert_query_run(&o, 2, 2, "HCOMM_CUDA=1 without HCOMM_DEBUG");
 }
 
 #[test]
@@ -385,6 +394,67 @@ fn a_rank_that_cannot_export_anything_makes_everyone_stage() {
     assert!(o.status.success(), "{out}\n{err}");
     assert_eq!(ok_lines(&out).len(), 3, "{out}\n{err}");
     assert!(err.contains("cannot share its buffer"), "{err}");
+}
+
+#[test]
+fn a_toolkit_stub_ahead_of_the_loaded_driver_is_refused_with_a_warning() {
+    // The process loaded libcuda.so.1 (the fake); a stub `libcuda.so` (every symbol, cuInit
+    // says CUDA_ERROR_STUB_LIBRARY) comes first on LD_LIBRARY_PATH, and cudarc tries that
+    // name first. hcomm must not take the stub for the driver, and must say loudly (WARN, the
+    // default level) that device buffers would now crash.
+    let s = Scratch::new("stub");
+    let exe = build_prog(&s);
+    let fake = fake_driver(&s);
+    let mut src = String::from("int cuInit(unsigned f) { (void)f; return 34; }\n");
+    for sym in hcomm_core::cuda::SYMBOLS.iter().filter(|s| **s != "cuInit") {
+        src.push_str(&format!("int {sym}(void) {{ return 34; }}\n"));
+    }
+    let stub_c = s.dir.join("stub.c");
+    std::fs::write(&stub_c, src).unwrap();
+    let stubs = s.dir.join("stubs");
+    build_lib_as(&stubs, &stub_c, "libcuda.so", &[]);
+    let path = format!("{}:{}", stubs.display(), fake.display());
+    let o = run(&s, &exe, 2, &["loaded"], &[("LD_LIBRARY_PATH", &path)]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    assert_eq!(out.matches("MPIX_Query_cuda_support=0").count(), 2, "{out}");
+    let warned: Vec<&str> = err.lines().filter(|l| l.contains("WARN")).collect();
+    assert_eq!(warned.len(), 2, "{err}");
+    for l in warned {
+        assert!(
+            l.contains("not the libcuda.so.1 this process loaded"),
+            "{l}"
+        );
+        assert!(l.contains("will crash"), "{l}");
+    }
+}
+
+#[test]
+fn a_driver_without_cu_ctx_get_id() {
+    // Drivers older than 525 lack cuCtxGetId: contexts are told apart by handle instead.
+    let s = Scratch::new("noctxid");
+    let exe = build_prog(&s);
+    let dir = s.dir.join("old");
+    build_lib_as(
+        &dir,
+        &PathBuf::from(format!("{SOURCE}/tests/cuda/fake_cuda.c")),
+        "libcuda.so.1",
+        &["-DFAKECUDA_NO_CTX_ID"],
+    );
+    let o = run(
+        &s,
+        &exe,
+        2,
+        &["device"],
+        &[
+            ("LD_LIBRARY_PATH", dir.to_str().unwrap()),
+            ("HCOMM_DEBUG", "INFO"),
+        ],
+    );
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    assert_eq!(ok_lines(&out).len(), 2, "{out}\n{err}");
+    assert!(err.contains("device buffers supported"), "{err}");
 }
 
 #[test]

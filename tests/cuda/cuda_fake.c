@@ -11,6 +11,7 @@
  *                      refusals (nonblocking, point-to-point, derived types, user ops)
  *   cuda_fake late     libcuda loaded by rank 1 only, after the world's first collective
  *   cuda_fake query    no CUDA: prints MPIX_Query_cuda_support and runs host collectives
+ *   cuda_fake loaded   the same after loading libcuda.so.1 (host buffers only)
  */
 #include <dlfcn.h>
 #include <mpi.h>
@@ -293,7 +294,8 @@ int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    if (!strcmp(mode, "query")) {
+    if (!strcmp(mode, "loaded")) load_cuda();
+    if (!strcmp(mode, "query") || !strcmp(mode, "loaded")) {
         host_collectives();
         printf("rank %d: MPIX_Query_cuda_support=%d\n", rank, MPIX_Query_cuda_support());
         host_collectives();

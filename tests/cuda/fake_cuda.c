@@ -159,7 +159,9 @@ CUresult cuPointerGetAttributes(unsigned n, unsigned *attrs, void **data, CUdevi
 
 CUresult cuCtxGetCurrent(void **c) { *c = current; return OK; }
 CUresult cuCtxSetCurrent(void *c) { current = c; return OK; }
+#ifndef FAKECUDA_NO_CTX_ID /* built without: a driver older than 525 */
 CUresult cuCtxGetId(void *c, unsigned long long *id) { *id = (uintptr_t)c; return OK; }
+#endif
 CUresult cuDeviceGet(int *d, int ordinal) { *d = ordinal; return ordinal == 0 ? OK : INVALID_VALUE; }
 CUresult cuDevicePrimaryCtxRetain(void **c, int d) { (void)d; *c = &primary_ctx; return OK; }
 
