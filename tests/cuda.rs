@@ -490,11 +490,18 @@ fn cuda_arriving_after_the_first_collective() {
         &exe,
         2,
         &["late"],
-        &[("LD_LIBRARY_PATH", fake.to_str().unwrap())],
+        &[
+            ("LD_LIBRARY_PATH", fake.to_str().unwrap()),
+            ("HCOMM_DEBUG", "INFO"),
+        ],
     );
     let (out, err) = text(&o);
     assert!(o.status.success(), "{out}\n{err}");
     assert_eq!(ok_lines(&out).len(), 2, "{out}\n{err}");
+    // The world agreed "not CUDA-aware" at its calls 1 and 2 (before rank 1 loaded CUDA);
+    // the re-agreement at call 4 (the device allreduce) finds rank 1 CUDA-active, on both
+    // ranks alike.
+    assert_eq!(err.matches("CUDA-aware (device-buffer").count(), 2, "{err}");
 }
 
 #[test]

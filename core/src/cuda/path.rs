@@ -1,17 +1,19 @@
 //! Every rank of a communicator takes the same path through a collective, whatever memory
 //! its own buffers are in.
 //!
-//! * Per communicator, once, at its first collective that can carry device buffers: one
-//!   small host exchange of "CUDA is active here"; any rank → the communicator is
-//!   *CUDA-aware*. A program that never uses CUDA pays this once per communicator.
+//! * Per communicator, at its first collective that can carry device buffers: one small host
+//!   exchange of "CUDA is active here"; any rank → the communicator is *CUDA-aware* (for
+//!   good). While the answer is no, it is asked again at the communicator's calls 2, 4, 8,
+//!   ... 65536 ([`reagree_at`]): a program that never uses CUDA pays 17 tiny exchanges per
+//!   communicator at most.
 //! * On a CUDA-aware communicator, every such collective first exchanges one word per rank
 //!   ([`vote_word`]): "I can take the IPC path" (CUDA works, my buffers are device memory in
 //!   one context, every member is on this host and reached over shared memory, a kernel
 //!   exists for the datatype and op) and "I have no device buffer". All can → IPC; nobody
 //!   has device memory → the host path; else → the staged path, which every rank runs in
 //!   the same segments (ranks with host buffers pass them straight through).
-//! * On a communicator that is not CUDA-aware (CUDA became active after its first
-//!   collective), a rank with device buffers stages the whole buffer through host memory and
+//! * On a communicator that is not CUDA-aware (CUDA became active after its last
+//!   agreement), a rank with device buffers stages the whole buffer through host memory and
 //!   runs the plain host collective: the same frames as the host path, so always correct.
 
 use std::sync::atomic::Ordering;
@@ -65,11 +67,30 @@ pub(crate) fn local_path(has_device: bool) -> Path {
 pub(crate) const NOT_AWARE: u8 = 1;
 pub(crate) const AWARE: u8 = 2;
 
-/// Whether the communicator is CUDA-aware, agreeing on it at its first call.
+/// The last call number of a communicator at which "not CUDA-aware" is agreed again.
+const REAGREE_MAX: u32 = 1 << 16;
+
+/// Whether the "any rank CUDA-active?" agreement runs again at a not-CUDA-aware
+/// communicator's call `call` (1 = its first, where it always runs): at calls 2, 4, 8, ...
+/// up to [`REAGREE_MAX`]. Every member numbers the calls alike, so all of them agree again at
+/// the same call (a program that sets up CUDA after a first `MPI_Allgather` of host names
+/// gets the agreed device paths from its next power-of-two call on).
+pub(crate) fn reagree_at(call: u32) -> bool {
+    (2..=REAGREE_MAX).contains(&call) && call.is_power_of_two()
+}
+
+/// Whether the communicator is CUDA-aware, agreeing on it at its first call and again on the
+/// schedule of [`reagree_at`] while the answer is no (once yes, it stays yes).
 fn aware(c: &Comm) -> Result<bool> {
     match c.cuda.load(Ordering::Acquire) {
-        NOT_AWARE => return Ok(false),
         AWARE => return Ok(true),
+        NOT_AWARE => {
+            // Calls on one communicator are ordered by MPI: the count is the same everywhere.
+            let call = c.cuda_calls.fetch_add(1, Ordering::Relaxed).wrapping_add(2);
+            if !reagree_at(call) {
+                return Ok(false);
+            }
+        }
         _ => {}
     }
     let mine = u32::from(super::active().is_some());
@@ -258,6 +279,19 @@ mod tests {
         }
         let pause = (0..10_000).take_while(|_| broken(id)).count();
         assert_eq!(pause, BACKOFF_MAX as usize);
+    }
+
+    #[test]
+    fn not_aware_communicators_agree_again_at_powers_of_two() {
+        let at: Vec<u32> = (1..=40).filter(|&n| reagree_at(n)).collect();
+        assert_eq!(at, vec![2, 4, 8, 16, 32]);
+        assert!(reagree_at(REAGREE_MAX));
+        assert!(!reagree_at(REAGREE_MAX * 2));
+        assert_eq!(
+            (2..=REAGREE_MAX).filter(|&n| reagree_at(n)).count(),
+            16,
+            "at most 16 extra agreements per communicator"
+        );
     }
 
     #[test]
