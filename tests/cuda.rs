@@ -478,6 +478,23 @@ fn a_thread_without_a_current_context() {
     let (out, err) = text(&o);
     assert!(o.status.success(), "{out}\n{err}");
     assert_eq!(ok_lines(&out).len(), 2, "{out}\n{err}");
+    // With no primary context active (nothing allocated), host buffers are host memory
+    // without creating one.
+    let o = run(
+        &s,
+        &exe,
+        2,
+        &["loaded"],
+        &[
+            ("LD_LIBRARY_PATH", fake.to_str().unwrap()),
+            ("FAKECUDA_NEED_CTX", "1"),
+            ("FAKECUDA_NO_USER_CTX", "1"),
+        ],
+    );
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    assert_eq!(out.matches("MPIX_Query_cuda_support=1").count(), 2, "{out}");
+    assert_eq!(out.matches("primary retains 0").count(), 2, "{out}\n{err}");
 }
 
 #[test]

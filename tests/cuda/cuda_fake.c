@@ -29,6 +29,7 @@ static int (*CtxGet)(void **);
 static int (*CtxSet)(void *);
 static int (*Opens)(void);
 static int (*Loads)(void);
+static int (*Retains)(void);
 
 static int rank, size, failures;
 /* The caller's current context: a token, or none with FAKECUDA_NO_USER_CTX. */
@@ -59,6 +60,7 @@ static void load_cuda(void) {
     CtxSet = (int (*)(void *))dlsym(h, "cuCtxSetCurrent");
     Opens = (int (*)(void))dlsym(h, "fake_ipc_opens");
     Loads = (int (*)(void))dlsym(h, "fake_module_loads");
+    Retains = (int (*)(void))dlsym(h, "fake_primary_retains");
     if (!MemAlloc || !NoIpcAlloc || !MemFree || !HtoD || !DtoH || !CtxGet || !CtxSet || !Opens) {
         fprintf(stderr, "rank %d: libcuda.so.1 is not the test's fake\n", rank);
         exit(2);
@@ -345,6 +347,7 @@ int main(int argc, char **argv) {
     }
     int opens = Opens ? Opens() : 0;
     if (Loads) printf("rank %d: module loads %d\n", rank, Loads());
+    if (Retains) printf("rank %d: primary retains %d\n", rank, Retains());
     MPI_Finalize();
     if (failures) {
         fprintf(stderr, "rank %d: %d failures\n", rank, failures);

@@ -60,6 +60,9 @@ static int nranges;
 static unsigned long long next_id = 1;
 static int opens;
 static int primary_ctx;
+/* The primary context becomes active when retained, or when memory is allocated (a CUDA
+   runtime program allocates through it). */
+static int primary_active, primary_retains;
 static __thread void *current;
 
 static struct range *find(uintptr_t p) {
@@ -95,6 +98,7 @@ static CUresult alloc(CUdeviceptr *p, size_t n, int ipc) {
     struct range r = {0};
     r.id = next_id++;
     r.own = 1;
+    primary_active = 1;
     r.ipc = ipc;
     /* FAKECUDA_TAG names the test run, so that it can remove what this run leaves behind
        (hcomm keeps its staging buffers until the process exits). */
@@ -163,7 +167,19 @@ CUresult cuCtxSetCurrent(void *c) { current = c; return OK; }
 CUresult cuCtxGetId(void *c, unsigned long long *id) { *id = (uintptr_t)c; return OK; }
 #endif
 CUresult cuDeviceGet(int *d, int ordinal) { *d = ordinal; return ordinal == 0 ? OK : INVALID_VALUE; }
-CUresult cuDevicePrimaryCtxRetain(void **c, int d) { (void)d; *c = &primary_ctx; return OK; }
+CUresult cuDevicePrimaryCtxRetain(void **c, int d) {
+    (void)d;
+    *c = &primary_ctx;
+    primary_active = 1;
+    primary_retains++;
+    return OK;
+}
+CUresult cuDevicePrimaryCtxGetState(int d, unsigned *flags, int *active) {
+    if (d != 0) return INVALID_VALUE;
+    *flags = 0;
+    *active = primary_active;
+    return OK;
+}
 
 CUresult cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size, CUdeviceptr p) {
     pthread_mutex_lock(&lock);
@@ -337,6 +353,7 @@ CUresult cuMemFreeHost(void *p) { free(p); return OK; }
 CUresult fake_alloc_noipc(CUdeviceptr *p, size_t n) { return alloc(p, n, 0); }
 int fake_ipc_opens(void) { return opens; }
 int fake_module_loads(void) { return module_loads; }
+int fake_primary_retains(void) { return primary_retains; }
 int fake_is_device(const void *p) {
     pthread_mutex_lock(&lock);
     int d = find((uintptr_t)p) != NULL;

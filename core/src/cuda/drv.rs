@@ -24,6 +24,7 @@ pub const SYMBOLS: &[&str] = &[
     "cuCtxSetCurrent",
     "cuDeviceGet",
     "cuDevicePrimaryCtxRetain",
+    "cuDevicePrimaryCtxGetState",
     "cuMemGetAddressRange_v2",
     "cuIpcGetMemHandle",
     "cuIpcOpenMemHandle_v2",
