@@ -276,6 +276,31 @@ static void refusals(void) {
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
 }
 
+/* Gather and scatter ignore recvbuf (gather) and sendbuf (scatter) at non-roots: a device
+   pointer there is not a device buffer of the call. */
+static void ignored_args(void) {
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    int *d = dev(64 * size, 1), mine[4], all[64];
+    for (int i = 0; i < 4; i++) mine[i] = rank * 10 + i;
+    int *g = rank == 0 ? all : d;
+    int rc = MPI_Gather(mine, 4, MPI_INT, g, 4, MPI_INT, 0, MPI_COMM_WORLD);
+    CHECK(rc == MPI_SUCCESS, "MPI_Gather, device recvbuf ignored at a non-root: rc %d", rc);
+    for (int r = 0; rank == 0 && r < size; r++)
+        CHECK(all[4 * r + 3] == r * 10 + 3, "MPI_Gather result from rank %d", r);
+    int counts[64], displs[64];
+    for (int r = 0; r < size; r++) counts[r] = 4, displs[r] = 4 * r;
+    rc = MPI_Gatherv(mine, 4, MPI_INT, g, counts, displs, MPI_INT, 0, MPI_COMM_WORLD);
+    CHECK(rc == MPI_SUCCESS, "MPI_Gatherv, device recvbuf ignored at a non-root: rc %d", rc);
+    for (int r = 0; rank == 0 && r < size; r++) all[4 * r] = 100 + r;
+    int got[4] = {0};
+    rc = MPI_Scatter(g, 4, MPI_INT, got, 4, MPI_INT, 0, MPI_COMM_WORLD);
+    CHECK(rc == MPI_SUCCESS && got[0] == 100 + rank, "MPI_Scatter, device sendbuf ignored: rc %d", rc);
+    rc = MPI_Scatterv(g, counts, displs, MPI_INT, got, 4, MPI_INT, 0, MPI_COMM_WORLD);
+    CHECK(rc == MPI_SUCCESS && got[0] == 100 + rank, "MPI_Scatterv, device sendbuf ignored: rc %d", rc);
+    MemFree((dptr)d);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+}
+
 static void host_collectives(void) {
     float x[5] = {1, 2, 3, 4, 5}, y[5];
     int rc = MPI_Allreduce(x, y, 5, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
@@ -323,6 +348,7 @@ int main(int argc, char **argv) {
         reduce_scatter_case(1000, 1);
         reduce_scatter_case(0, 1);
         realloc_case();
+        if (size <= 16) ignored_args();
         refusals();
         host_collectives();
     } else if (!strcmp(mode, "late")) {
