@@ -244,6 +244,21 @@ static void realloc_case(void) {
     free(h);
 }
 
+static void user_sum(void *in, void *inout, int *len, MPI_Datatype *t) {
+    (void)t;
+    for (int i = 0; i < *len; i++) ((int *)inout)[i] += ((int *)in)[i];
+}
+
+/* A non-contiguous type: 2 ints with a gap (committed once, freed at MPI_Finalize). */
+static MPI_Datatype vec2(void) {
+    static MPI_Datatype v = MPI_DATATYPE_NULL;
+    if (v == MPI_DATATYPE_NULL) {
+        MPI_Type_vector(2, 1, 2, MPI_INT, &v);
+        MPI_Type_commit(&v);
+    }
+    return v;
+}
+
 static void refusals(void) {
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     int *d = dev(64, 1), cls = 0;
@@ -269,6 +284,22 @@ static void refusals(void) {
     MPI_Error_class(rc, &cls);
     CHECK(cls == MPI_ERR_BUFFER, "MPI_Allreduce, device buffer, vector type: class %d", cls);
     MPI_Type_free(&vec);
+    /* Only rank 0 refuses (its device buffer with a user op; the others pass host buffers):
+       every rank's call fails with the same class instead of the others waiting for rank 0,
+       and the communicator goes on working. */
+    MPI_Op user;
+    MPI_Op_create(user_sum, 1, &user);
+    int hbuf[4] = {1, 1, 1, 1};
+    rc = MPI_Allreduce(MPI_IN_PLACE, rank == 0 ? (void *)d : (void *)hbuf, 4, MPI_INT, user,
+                       MPI_COMM_WORLD);
+    MPI_Error_class(rc, &cls);
+    CHECK(cls == MPI_ERR_BUFFER, "MPI_Allreduce refused on rank 0 only: class %d", cls);
+    rc = MPI_Bcast(rank == 1 ? (void *)d : (void *)hbuf, 1, vec2(), 0, MPI_COMM_WORLD);
+    MPI_Error_class(rc, &cls);
+    CHECK(cls == MPI_ERR_BUFFER, "MPI_Bcast refused on rank 1 only: class %d", cls);
+    MPI_Op_free(&user);
+    rc = MPI_Allreduce(MPI_IN_PLACE, hbuf, 4, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    CHECK(rc == MPI_SUCCESS && hbuf[3] == size, "allreduce after the refusals: rc %d", rc);
     ctx_kept("refusals");
     MemFree((dptr)d);
     free(g);

@@ -77,6 +77,13 @@ fn run(c: &Comm, bufs: &[Mem], empty: bool, kernel: &dyn Fn(&Dev) -> bool) -> Re
     )
 }
 
+/// This rank refuses a device-buffer call it was about to make (see [`path::refuse`]): every
+/// peer's call fails too, instead of waiting for this rank. Call it in place of returning a
+/// refusal found before [`allreduce`] & co., at the same call.
+pub fn refuse(c: &Comm, e: Error) -> Error {
+    path::refuse(c, e)
+}
+
 /// `MPI_Allreduce` of `count` elements; `send` is [`Buf::NONE`] in place.
 pub fn allreduce(
     c: &Comm,

@@ -19,7 +19,7 @@
 use std::sync::atomic::Ordering;
 
 use crate::comm::Comm;
-use crate::error::Result;
+use crate::error::{Class, Error, Result};
 
 use super::classify::Mem;
 
@@ -37,6 +37,8 @@ pub(crate) enum Path {
 
 const CAN_IPC: u32 = 1;
 const NO_DEVICE: u32 = 2;
+/// "I refuse this call" (a device buffer with a user op, say); the error class in bits 8..16.
+const REFUSED: u32 = 4;
 
 /// This rank's word in the per-call vote (combined with bitwise AND over the ranks).
 pub(crate) fn vote_word(can_ipc: bool, has_device: bool) -> u32 {
@@ -105,6 +107,41 @@ fn aware(c: &Comm) -> Result<bool> {
         );
     }
     Ok(any)
+}
+
+/// A rank's local refusal of a device-buffer call (a user op or a non-contiguous datatype on
+/// device memory, a buffer that cannot be classified), made collective so that no peer
+/// waits for this rank forever: on a CUDA-aware communicator the refusal is this rank's vote
+/// ([`choose`] on every other rank fails the call with the same error class, and the
+/// communicator stays usable); on one that is not CUDA-aware there is no vote, so this rank
+/// takes the call's number and sends the failure notice every failed collective sends (the
+/// peers' call fails, and so does every later call on that communicator). Returns `e`.
+///
+/// A refusal always concerns a device buffer of this rank with bytes to move, so the call is
+/// not one where nothing moves (the peers run the path choice, not the empty shortcut).
+pub(crate) fn refuse(c: &Comm, e: Error) -> Error {
+    match aware(c) {
+        Err(x) => x,
+        Ok(true) => match exchange(c, REFUSED | (e.class as u32 & 0xff) << 8) {
+            Err(x) => x,
+            Ok(_) => e,
+        },
+        Ok(false) => {
+            let seq = c.next_seq();
+            c.ep.send_notice(&c.world, c.id, seq, &e.msg);
+            e
+        }
+    }
+}
+
+/// The refusal among the vote words, as this rank's error: the lowest refusing rank's class.
+fn refusal(words: &[u32]) -> Option<Error> {
+    let (r, w) = words.iter().enumerate().find(|(_, w)| *w & REFUSED != 0)?;
+    let class = Class::from_code(((w >> 8) & 0xff) as i32).unwrap_or(Class::Other);
+    Some(Error::new(
+        class,
+        format!("rank {r} refused this call on its device buffers (its own error says why)"),
+    ))
 }
 
 /// Whether every rank says `ok` (collective over `c`).
@@ -222,9 +259,11 @@ pub(crate) fn choose(c: &Comm, call: &Call<'_>) -> Result<Path> {
         && all_local(c)
         && first.is_some_and(|f| (call.kernel)(f))
         && !ipc_broken(c);
-    let all = exchange(c, vote_word(can_ipc, has_device))?
-        .iter()
-        .fold(u32::MAX, |a, w| a & w);
+    let words = exchange(c, vote_word(can_ipc, has_device))?;
+    if let Some(e) = refusal(&words) {
+        return Err(e);
+    }
+    let all = words.iter().fold(u32::MAX, |a, w| a & w);
     let p = path_of(all);
     crate::trace!(
         "comm {:x}: device path {p:?} (this rank: can_ipc {can_ipc}, device {has_device})",
@@ -292,6 +331,16 @@ mod tests {
             16,
             "at most 16 extra agreements per communicator"
         );
+    }
+
+    #[test]
+    fn a_refusal_in_the_vote_fails_every_rank_with_its_class() {
+        let ok = vote_word(true, true);
+        assert!(refusal(&[ok, ok]).is_none());
+        let no = REFUSED | (Class::Buffer as u32) << 8;
+        let e = refusal(&[ok, no, REFUSED | (Class::Op as u32) << 8]).unwrap();
+        assert_eq!(e.class, Class::Buffer);
+        assert!(e.msg.contains("rank 1"), "{}", e.msg);
     }
 
     #[test]
