@@ -86,17 +86,23 @@ fn build_prog(s: &Scratch) -> PathBuf {
 
 /// `dir/libcuda.so.1` from C source.
 fn build_lib(dir: &Path, source: &Path) {
+    build_lib_as(dir, source, "libcuda.so.1", &[]);
+}
+
+/// `dir/name` from C source, with extra compiler flags.
+fn build_lib_as(dir: &Path, source: &Path, name: &str, flags: &[&str]) {
     std::fs::create_dir_all(dir).unwrap();
-    cc(&[
-        "-O1",
-        "-shared",
-        "-fPIC",
+    let out = dir.join(name);
+    let mut args = vec!["-O1", "-shared", "-fPIC"];
+    args.extend_from_slice(flags);
+    args.extend([
         source.to_str().unwrap(),
         "-o",
-        dir.join("libcuda.so.1").to_str().unwrap(),
+        out.to_str().unwrap(),
         "-lpthread",
         "-lrt",
     ]);
+    cc(&args);
 }
 
 /// Runs the program on `n` ranks with `env`; returns the output (status checked by callers).
@@ -164,9 +170,12 @@ fn without_cuda_the_answer_is_0_and_collectives_work() {
     assert_query_run(&o, 2, 0, "HCOMM_CUDA=0");
     let o = run(&s, &exe, 2, &["query"], &[info, ("HCOMM_CUDA", "1")]);
     assert_query_run(&o, 2, 2, "HCOMM_CUDA=1");
-    // The default log level says nothing about CUDA.
+    // The default log level (WARN) says nothing about CUDA when nobody asked for it, and
+    // warns when HCOMM_CUDA=1 asked for it.
+    let o = run(&s, &exe, 2, &["query"], &[]);
+    assert_query_run(&o, 2, 0, "HCOMM_CUDA unset without HCOMM_DEBUG");
     let o = run(&s, &exe, 2, &["query"], &[("HCOMM_CUDA", "1")]);
-    assert_query_run(&o, 2, 0, "HCOMM_CUDA=1 without HCOMM_DEBUG");
+    assert_query_run(&o, 2, 2, "HCOMM_CUDA=1 without HCOMM_DEBUG");
 }
 
 #[test]
@@ -269,6 +278,17 @@ fn device_buffers_on_the_fake_driver() {
         }
         assert!(err.contains("CUDA-aware"), "{err}");
         assert!(err.contains("device buffers supported"), "{err}");
+        // Buffers freed and re-allocated at the same address (the fake, like real drivers,
+        // refuses to map an allocation over a stale mapping of the same range): the stale
+        // mapping is closed first, and IPC keeps working.
+        assert!(
+            !err.contains("CUDA IPC unusable"),
+            "{n} ranks, {transport}:\n{err}"
+        );
+        assert!(
+            !err.contains("cannot share"),
+            "{n} ranks, {transport}:\n{err}"
+        );
     }
 }
 
@@ -298,6 +318,139 @@ fn a_rank_that_cannot_map_its_peers_makes_everyone_stage() {
     assert!(err.contains("CUDA IPC unusable"), "{err}");
 }
 
+/// `rank R: module loads N` lines of the test program.
+fn module_loads(out: &str) -> Vec<usize> {
+    out.lines()
+        .filter_map(|l| l.split_once(": module loads ")?.1.trim().parse().ok())
+        .collect()
+}
+
+#[test]
+fn reductions_stage_where_the_kernels_cannot_load() {
+    // An old driver everywhere (CUDA 12.4: the PTX's ISA is too new), and an old GPU on one
+    // rank only: every rank agrees to stage the reductions, nobody fails, and the load is
+    // tried once per context, not per call.
+    let s = Scratch::new("oldptx");
+    let exe = build_prog(&s);
+    let fake = fake_driver(&s);
+    let ld = ("LD_LIBRARY_PATH", fake.to_str().unwrap());
+    for (env, why, warned) in [
+        (
+            vec![("FAKECUDA_PTX", "222"), ("FAKECUDA_DRIVER", "12040")],
+            "UNSUPPORTED_PTX_VERSION",
+            3,
+        ),
+        (vec![("FAKECUDA_PTX", "209:1")], "NO_BINARY_FOR_GPU", 1),
+    ] {
+        let mut env = env.clone();
+        env.extend([ld, ("HCOMM_DEBUG", "WARN")]);
+        let o = run(&s, &exe, 3, &["device"], &env);
+        let (out, err) = text(&o);
+        assert!(o.status.success(), "{why}:\n{out}\n{err}");
+        assert_eq!(ok_lines(&out).len(), 3, "{why}:\n{out}\n{err}");
+        let lines: Vec<&str> = err
+            .lines()
+            .filter(|l| l.contains("GPU reduction kernels unavailable"))
+            .collect();
+        assert_eq!(lines.len(), warned, "{why}: once per failing rank\n{err}");
+        assert!(lines.iter().all(|l| l.contains(why)), "{err}");
+        if warned == 3 {
+            assert!(lines.iter().all(|l| l.contains("driver 12.4")), "{err}");
+        }
+        let loads = module_loads(&out);
+        assert_eq!(loads.len(), 3, "{out}");
+        assert!(
+            loads.iter().all(|&n| n <= 1),
+            "loaded once per context: {loads:?}"
+        );
+    }
+}
+
+#[test]
+fn a_rank_that_cannot_export_anything_makes_everyone_stage() {
+    // Rank 1 has no CUDA IPC at all (not even for hcomm's own staging buffer), as on WSL2:
+    // it shares nothing, and every call agrees to stage instead of failing everywhere.
+    let s = Scratch::new("noipc");
+    let exe = build_prog(&s);
+    let fake = fake_driver(&s);
+    let o = run(
+        &s,
+        &exe,
+        3,
+        &["device"],
+        &[
+            ("LD_LIBRARY_PATH", fake.to_str().unwrap()),
+            ("FAKECUDA_NO_IPC", "1"),
+            ("HCOMM_DEBUG", "INFO"),
+        ],
+    );
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    assert_eq!(ok_lines(&out).len(), 3, "{out}\n{err}");
+    assert!(err.contains("cannot share its buffer"), "{err}");
+}
+
+#[test]
+fn a_toolkit_stub_ahead_of_the_loaded_driver_is_refused_with_a_warning() {
+    // The process loaded libcuda.so.1 (the fake); a stub `libcuda.so` (every symbol, cuInit
+    // says CUDA_ERROR_STUB_LIBRARY) comes first on LD_LIBRARY_PATH, and cudarc tries that
+    // name first. hcomm must not take the stub for the driver, and must say loudly (WARN, the
+    // default level) that device buffers would now crash.
+    let s = Scratch::new("stub");
+    let exe = build_prog(&s);
+    let fake = fake_driver(&s);
+    let mut src = String::from("int cuInit(unsigned f) { (void)f; return 34; }\n");
+    for sym in hcomm_core::cuda::SYMBOLS.iter().filter(|s| **s != "cuInit") {
+        src.push_str(&format!("int {sym}(void) {{ return 34; }}\n"));
+    }
+    let stub_c = s.dir.join("stub.c");
+    std::fs::write(&stub_c, src).unwrap();
+    let stubs = s.dir.join("stubs");
+    build_lib_as(&stubs, &stub_c, "libcuda.so", &[]);
+    let path = format!("{}:{}", stubs.display(), fake.display());
+    let o = run(&s, &exe, 2, &["loaded"], &[("LD_LIBRARY_PATH", &path)]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    assert_eq!(out.matches("MPIX_Query_cuda_support=0").count(), 2, "{out}");
+    let warned: Vec<&str> = err.lines().filter(|l| l.contains("WARN")).collect();
+    assert_eq!(warned.len(), 2, "{err}");
+    for l in warned {
+        assert!(
+            l.contains("not the libcuda.so.1 this process loaded"),
+            "{l}"
+        );
+        assert!(l.contains("will crash"), "{l}");
+    }
+}
+
+#[test]
+fn a_driver_without_cu_ctx_get_id() {
+    // Drivers older than 525 lack cuCtxGetId: contexts are told apart by handle instead.
+    let s = Scratch::new("noctxid");
+    let exe = build_prog(&s);
+    let dir = s.dir.join("old");
+    build_lib_as(
+        &dir,
+        &PathBuf::from(format!("{SOURCE}/tests/cuda/fake_cuda.c")),
+        "libcuda.so.1",
+        &["-DFAKECUDA_NO_CTX_ID"],
+    );
+    let o = run(
+        &s,
+        &exe,
+        2,
+        &["device"],
+        &[
+            ("LD_LIBRARY_PATH", dir.to_str().unwrap()),
+            ("HCOMM_DEBUG", "INFO"),
+        ],
+    );
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    assert_eq!(ok_lines(&out).len(), 2, "{out}\n{err}");
+    assert!(err.contains("device buffers supported"), "{err}");
+}
+
 #[test]
 fn a_thread_without_a_current_context() {
     // The driver refuses cuPointerGetAttributes without a current context, and the program
@@ -319,6 +472,23 @@ fn a_thread_without_a_current_context() {
     let (out, err) = text(&o);
     assert!(o.status.success(), "{out}\n{err}");
     assert_eq!(ok_lines(&out).len(), 2, "{out}\n{err}");
+    // With no primary context active (nothing allocated), host buffers are host memory
+    // without creating one.
+    let o = run(
+        &s,
+        &exe,
+        2,
+        &["loaded"],
+        &[
+            ("LD_LIBRARY_PATH", fake.to_str().unwrap()),
+            ("FAKECUDA_NEED_CTX", "1"),
+            ("FAKECUDA_NO_USER_CTX", "1"),
+        ],
+    );
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    assert_eq!(out.matches("MPIX_Query_cuda_support=1").count(), 2, "{out}");
+    assert_eq!(out.matches("primary retains 0").count(), 2, "{out}\n{err}");
 }
 
 #[test]
@@ -331,11 +501,18 @@ fn cuda_arriving_after_the_first_collective() {
         &exe,
         2,
         &["late"],
-        &[("LD_LIBRARY_PATH", fake.to_str().unwrap())],
+        &[
+            ("LD_LIBRARY_PATH", fake.to_str().unwrap()),
+            ("HCOMM_DEBUG", "INFO"),
+        ],
     );
     let (out, err) = text(&o);
     assert!(o.status.success(), "{out}\n{err}");
     assert_eq!(ok_lines(&out).len(), 2, "{out}\n{err}");
+    // The world agreed "not CUDA-aware" at its calls 1 and 2 (before rank 1 loaded CUDA);
+    // the re-agreement at call 4 (the device allreduce) finds rank 1 CUDA-active, on both
+    // ranks alike.
+    assert_eq!(err.matches("CUDA-aware (device-buffer").count(), 2, "{err}");
 }
 
 #[test]

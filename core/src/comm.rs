@@ -42,6 +42,9 @@ pub struct Comm {
     /// Whether the members agreed that device buffers may occur (`crate::cuda`, agreed at
     /// the first collective that can carry them; every communicator agrees on its own).
     pub(crate) cuda: AtomicU8,
+    /// Collectives that asked `cuda` while it said "not CUDA-aware" (the same count on every
+    /// member: it schedules the re-agreements, see `crate::cuda::path`).
+    pub(crate) cuda_calls: std::sync::atomic::AtomicU32,
 }
 
 /// splitmix64: a cheap, well-mixed 64-bit hash step.
@@ -95,6 +98,7 @@ impl Comm {
             logged: Mutex::new(Vec::new()),
             name: Mutex::new(default_name(id).to_string()),
             cuda: AtomicU8::new(0),
+            cuda_calls: std::sync::atomic::AtomicU32::new(0),
         }
     }
 

@@ -11,6 +11,7 @@
  *                      refusals (nonblocking, point-to-point, derived types, user ops)
  *   cuda_fake late     libcuda loaded by rank 1 only, after the world's first collective
  *   cuda_fake query    no CUDA: prints MPIX_Query_cuda_support and runs host collectives
+ *   cuda_fake loaded   the same after loading libcuda.so.1 (host buffers only)
  */
 #include <dlfcn.h>
 #include <mpi.h>
@@ -27,6 +28,8 @@ static int (*DtoH)(void *, dptr, size_t, void *);
 static int (*CtxGet)(void **);
 static int (*CtxSet)(void *);
 static int (*Opens)(void);
+static int (*Loads)(void);
+static int (*Retains)(void);
 
 static int rank, size, failures;
 /* The caller's current context: a token, or none with FAKECUDA_NO_USER_CTX. */
@@ -56,6 +59,8 @@ static void load_cuda(void) {
     CtxGet = (int (*)(void **))dlsym(h, "cuCtxGetCurrent");
     CtxSet = (int (*)(void *))dlsym(h, "cuCtxSetCurrent");
     Opens = (int (*)(void))dlsym(h, "fake_ipc_opens");
+    Loads = (int (*)(void))dlsym(h, "fake_module_loads");
+    Retains = (int (*)(void))dlsym(h, "fake_primary_retains");
     if (!MemAlloc || !NoIpcAlloc || !MemFree || !HtoD || !DtoH || !CtxGet || !CtxSet || !Opens) {
         fprintf(stderr, "rank %d: libcuda.so.1 is not the test's fake\n", rank);
         exit(2);
@@ -239,6 +244,21 @@ static void realloc_case(void) {
     free(h);
 }
 
+static void user_sum(void *in, void *inout, int *len, MPI_Datatype *t) {
+    (void)t;
+    for (int i = 0; i < *len; i++) ((int *)inout)[i] += ((int *)in)[i];
+}
+
+/* A non-contiguous type: 2 ints with a gap (committed once, freed at MPI_Finalize). */
+static MPI_Datatype vec2(void) {
+    static MPI_Datatype v = MPI_DATATYPE_NULL;
+    if (v == MPI_DATATYPE_NULL) {
+        MPI_Type_vector(2, 1, 2, MPI_INT, &v);
+        MPI_Type_commit(&v);
+    }
+    return v;
+}
+
 static void refusals(void) {
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     int *d = dev(64, 1), cls = 0;
@@ -264,10 +284,51 @@ static void refusals(void) {
     MPI_Error_class(rc, &cls);
     CHECK(cls == MPI_ERR_BUFFER, "MPI_Allreduce, device buffer, vector type: class %d", cls);
     MPI_Type_free(&vec);
+    /* Only rank 0 refuses (its device buffer with a user op; the others pass host buffers):
+       every rank's call fails with the same class instead of the others waiting for rank 0,
+       and the communicator goes on working. */
+    MPI_Op user;
+    MPI_Op_create(user_sum, 1, &user);
+    int hbuf[4] = {1, 1, 1, 1};
+    rc = MPI_Allreduce(MPI_IN_PLACE, rank == 0 ? (void *)d : (void *)hbuf, 4, MPI_INT, user,
+                       MPI_COMM_WORLD);
+    MPI_Error_class(rc, &cls);
+    CHECK(cls == MPI_ERR_BUFFER, "MPI_Allreduce refused on rank 0 only: class %d", cls);
+    rc = MPI_Bcast(rank == 1 ? (void *)d : (void *)hbuf, 1, vec2(), 0, MPI_COMM_WORLD);
+    MPI_Error_class(rc, &cls);
+    CHECK(cls == MPI_ERR_BUFFER, "MPI_Bcast refused on rank 1 only: class %d", cls);
+    MPI_Op_free(&user);
+    rc = MPI_Allreduce(MPI_IN_PLACE, hbuf, 4, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    CHECK(rc == MPI_SUCCESS && hbuf[3] == size, "allreduce after the refusals: rc %d", rc);
     ctx_kept("refusals");
     MemFree((dptr)d);
     free(g);
     MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
+}
+
+/* Gather and scatter ignore recvbuf (gather) and sendbuf (scatter) at non-roots: a device
+   pointer there is not a device buffer of the call. */
+static void ignored_args(void) {
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    int *d = dev(64 * size, 1), mine[4], all[64];
+    for (int i = 0; i < 4; i++) mine[i] = rank * 10 + i;
+    int *g = rank == 0 ? all : d;
+    int rc = MPI_Gather(mine, 4, MPI_INT, g, 4, MPI_INT, 0, MPI_COMM_WORLD);
+    CHECK(rc == MPI_SUCCESS, "MPI_Gather, device recvbuf ignored at a non-root: rc %d", rc);
+    for (int r = 0; rank == 0 && r < size; r++)
+        CHECK(all[4 * r + 3] == r * 10 + 3, "MPI_Gather result from rank %d", r);
+    int counts[64], displs[64];
+    for (int r = 0; r < size; r++) counts[r] = 4, displs[r] = 4 * r;
+    rc = MPI_Gatherv(mine, 4, MPI_INT, g, counts, displs, MPI_INT, 0, MPI_COMM_WORLD);
+    CHECK(rc == MPI_SUCCESS, "MPI_Gatherv, device recvbuf ignored at a non-root: rc %d", rc);
+    for (int r = 0; rank == 0 && r < size; r++) all[4 * r] = 100 + r;
+    int got[4] = {0};
+    rc = MPI_Scatter(g, 4, MPI_INT, got, 4, MPI_INT, 0, MPI_COMM_WORLD);
+    CHECK(rc == MPI_SUCCESS && got[0] == 100 + rank, "MPI_Scatter, device sendbuf ignored: rc %d", rc);
+    rc = MPI_Scatterv(g, counts, displs, MPI_INT, got, 4, MPI_INT, 0, MPI_COMM_WORLD);
+    CHECK(rc == MPI_SUCCESS && got[0] == 100 + rank, "MPI_Scatterv, device sendbuf ignored: rc %d", rc);
+    MemFree((dptr)d);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
 }
 
@@ -291,7 +352,8 @@ int main(int argc, char **argv) {
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    if (!strcmp(mode, "query")) {
+    if (!strcmp(mode, "loaded")) load_cuda();
+    if (!strcmp(mode, "query") || !strcmp(mode, "loaded")) {
         host_collectives();
         printf("rank %d: MPIX_Query_cuda_support=%d\n", rank, MPIX_Query_cuda_support());
         host_collectives();
@@ -317,6 +379,7 @@ int main(int argc, char **argv) {
         reduce_scatter_case(1000, 1);
         reduce_scatter_case(0, 1);
         realloc_case();
+        if (size <= 16) ignored_args();
         refusals();
         host_collectives();
     } else if (!strcmp(mode, "late")) {
@@ -340,6 +403,8 @@ int main(int argc, char **argv) {
         host_collectives();
     }
     int opens = Opens ? Opens() : 0;
+    if (Loads) printf("rank %d: module loads %d\n", rank, Loads());
+    if (Retains) printf("rank %d: primary retains %d\n", rank, Retains());
     MPI_Finalize();
     if (failures) {
         fprintf(stderr, "rank %d: %d failures\n", rank, failures);

@@ -9,6 +9,9 @@
  *    faults, as dereferencing a real device pointer on the host would), and a private
  *    read-write alias that only this library uses to copy and reduce;
  *  - IPC handles name the file; cuIpcOpenMemHandle maps it the same two ways in the peer;
+ *    like real drivers (which map an import at the exporter's address), it fails with
+ *    CUDA_ERROR_ALREADY_MAPPED while an import of the same exporter overlapping that
+ *    allocation's address range is still open in this process;
  *  - streams and events are tokens and every operation is synchronous;
  *  - cuLaunchKernel runs hcomm_reduce_sum_{f32,f64,i32} on the CPU (other kernels fail);
  *  - contexts are tokens; the current one is per thread, so tests can check that hcomm
@@ -17,6 +20,10 @@
  *
  * FAKECUDA_NEED_CTX=1 makes cuPointerGetAttributes fail without a current context.
  * FAKECUDA_FAIL_OPEN=r makes cuIpcOpenMemHandle fail on rank r (HCOMM_RANK).
+ * FAKECUDA_NO_IPC=r makes cuIpcGetMemHandle fail on rank r (a platform without CUDA IPC).
+ * FAKECUDA_DRIVER=v is what cuDriverGetVersion says (default 13000).
+ * FAKECUDA_PTX=code[:r] makes cuModuleLoadData fail with `code` (on rank r only, if given),
+ * as an old driver (222, UNSUPPORTED_PTX_VERSION) or an old GPU (209, NO_BINARY_FOR_GPU) does.
  * Test helpers (not CUDA): fake_alloc_noipc (device memory without an IPC handle, like
  * cudaMallocAsync pools), fake_ipc_opens (mappings opened so far), fake_is_device.
  */
@@ -28,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 typedef int CUresult;
@@ -42,6 +50,7 @@ struct range {
     size_t size;
     size_t mapped; /* page-rounded */
     unsigned long long id;
+    uintptr_t xbase; /* imports: the allocation's address in the exporter */
     int own, ipc;
     char name[48];
 };
@@ -52,6 +61,9 @@ static int nranges;
 static unsigned long long next_id = 1;
 static int opens;
 static int primary_ctx;
+/* The primary context becomes active when retained, or when memory is allocated (a CUDA
+   runtime program allocates through it). */
+static int primary_active, primary_retains;
 static __thread void *current;
 
 static struct range *find(uintptr_t p) {
@@ -87,6 +99,7 @@ static CUresult alloc(CUdeviceptr *p, size_t n, int ipc) {
     struct range r = {0};
     r.id = next_id++;
     r.own = 1;
+    primary_active = 1;
     r.ipc = ipc;
     /* FAKECUDA_TAG names the test run, so that it can remove what this run leaves behind
        (hcomm keeps its staging buffers until the process exits). */
@@ -114,9 +127,19 @@ static void drop_range(struct range *r) {
 }
 
 CUresult cuInit(unsigned flags) { (void)flags; return OK; }
-CUresult cuDriverGetVersion(int *v) { *v = 13000; return OK; }
+CUresult cuDriverGetVersion(int *v) {
+    const char *d = getenv("FAKECUDA_DRIVER");
+    *v = d ? atoi(d) : 13000;
+    return OK;
+}
 CUresult cuGetErrorName(CUresult e, const char **s) {
-    *s = e == INVALID_VALUE ? "CUDA_ERROR_INVALID_VALUE" : "CUDA_ERROR_FAKE";
+    switch (e) {
+    case INVALID_VALUE: *s = "CUDA_ERROR_INVALID_VALUE"; break;
+    case 208: *s = "CUDA_ERROR_ALREADY_MAPPED"; break;
+    case 209: *s = "CUDA_ERROR_NO_BINARY_FOR_GPU"; break;
+    case 222: *s = "CUDA_ERROR_UNSUPPORTED_PTX_VERSION"; break;
+    default: *s = "CUDA_ERROR_FAKE";
+    }
     return OK;
 }
 
@@ -141,7 +164,9 @@ CUresult cuPointerGetAttributes(unsigned n, unsigned *attrs, void **data, CUdevi
 
 CUresult cuCtxGetCurrent(void **c) { *c = current; return OK; }
 CUresult cuCtxSetCurrent(void *c) { current = c; return OK; }
+#ifndef FAKECUDA_NO_CTX_ID /* built without: a driver older than 525 */
 CUresult cuCtxGetId(void *c, unsigned long long *id) { *id = (uintptr_t)c; return OK; }
+#endif
 CUresult cuDeviceGet(int *d, int ordinal) { *d = ordinal; return ordinal == 0 ? OK : INVALID_VALUE; }
 CUresult cuDeviceGetCount(int *n) { *n = 1; return OK; }
 CUresult cuDeviceGetName(char *name, int len, int d) {
@@ -149,7 +174,19 @@ CUresult cuDeviceGetName(char *name, int len, int d) {
     snprintf(name, (size_t)len, "hcomm fake CUDA device");
     return OK;
 }
-CUresult cuDevicePrimaryCtxRetain(void **c, int d) { (void)d; *c = &primary_ctx; return OK; }
+CUresult cuDevicePrimaryCtxRetain(void **c, int d) {
+    (void)d;
+    *c = &primary_ctx;
+    primary_active = 1;
+    primary_retains++;
+    return OK;
+}
+CUresult cuDevicePrimaryCtxGetState(int d, unsigned *flags, int *active) {
+    if (d != 0) return INVALID_VALUE;
+    *flags = 0;
+    *active = primary_active;
+    return OK;
+}
 
 CUresult cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size, CUdeviceptr p) {
     pthread_mutex_lock(&lock);
@@ -163,13 +200,15 @@ CUresult cuMemGetAddressRange_v2(CUdeviceptr *base, size_t *size, CUdeviceptr p)
 }
 
 CUresult cuIpcGetMemHandle(CUipcMemHandle *h, CUdeviceptr base) {
+    const char *no = getenv("FAKECUDA_NO_IPC"), *me = getenv("HCOMM_RANK");
+    if (no && me && !strcmp(no, me)) return 801; /* CUDA_ERROR_NOT_SUPPORTED */
     pthread_mutex_lock(&lock);
     struct range *r = find((uintptr_t)base);
     CUresult rc = INVALID_VALUE;
     if (r && r->own && r->ipc && r->dev == (uintptr_t)base) {
         memset(h, 0, sizeof *h);
-        memcpy(h->reserved, &r->size, 8);
-        memcpy(h->reserved + 8, &r->id, 8);
+        memcpy(h->reserved, &r->id, 8);
+        memcpy(h->reserved + 8, &r->dev, 8);
         strncpy(h->reserved + 16, r->name, 47);
         rc = OK;
     }
@@ -183,11 +222,30 @@ CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *p, CUipcMemHandle h, unsigned flags)
     const char *fail = getenv("FAKECUDA_FAIL_OPEN"), *me = getenv("HCOMM_RANK");
     if (fail && me && !strcmp(fail, me)) return 217; /* CUDA_ERROR_PEER_ACCESS_UNSUPPORTED */
     struct range r = {0};
-    memcpy(&r.size, h.reserved, 8);
-    memcpy(&r.id, h.reserved + 8, 8);
+    memcpy(&r.id, h.reserved, 8);
+    memcpy(&r.xbase, h.reserved + 8, 8);
     memcpy(r.name, h.reserved + 16, 47);
     int fd = shm_open(r.name, O_RDWR, 0);
     if (fd < 0) return INVALID_VALUE; /* freed by its owner: a stale handle */
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        close(fd);
+        return INVALID_VALUE;
+    }
+    r.size = (size_t)st.st_size;
+    /* The exporter: the name up to its last '-' ("/fakecuda-TAG-PID-"). */
+    size_t who = (size_t)(strrchr(r.name, '-') - r.name);
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < nranges; i++) {
+        struct range *o = &ranges[i];
+        if (!o->own && !strncmp(o->name, r.name, who) && o->xbase < r.xbase + r.size &&
+            r.xbase < o->xbase + o->size) {
+            pthread_mutex_unlock(&lock);
+            close(fd);
+            return 208; /* CUDA_ERROR_ALREADY_MAPPED */
+        }
+    }
+    pthread_mutex_unlock(&lock);
     int bad = map_file(fd, r.size, &r);
     close(fd);
     if (bad) return INVALID_VALUE;
@@ -213,7 +271,18 @@ CUresult cuIpcCloseMemHandle(CUdeviceptr p) {
     return rc;
 }
 
-CUresult cuModuleLoadData(void **m, const void *image) { (void)image; *m = (void *)1; return OK; }
+static int module_loads;
+CUresult cuModuleLoadData(void **m, const void *image) {
+    (void)image;
+    __sync_fetch_and_add(&module_loads, 1);
+    const char *f = getenv("FAKECUDA_PTX"), *me = getenv("HCOMM_RANK");
+    if (f) {
+        const char *at = strchr(f, ':');
+        if (!at || (me && atoi(at + 1) == atoi(me))) return atoi(f);
+    }
+    *m = (void *)1;
+    return OK;
+}
 CUresult cuModuleGetFunction(void **f, void *m, const char *name) {
     (void)m;
     *f = strdup(name);
@@ -309,6 +378,8 @@ CUresult cuMemFreeHost(void *p) { free(p); return OK; }
 /* Test helpers. */
 CUresult fake_alloc_noipc(CUdeviceptr *p, size_t n) { return alloc(p, n, 0); }
 int fake_ipc_opens(void) { return opens; }
+int fake_module_loads(void) { return module_loads; }
+int fake_primary_retains(void) { return primary_retains; }
 int fake_is_device(const void *p) {
     pthread_mutex_lock(&lock);
     int d = find((uintptr_t)p) != NULL;

@@ -102,9 +102,15 @@ pub(crate) fn query(p: *const c_void) -> Result<Mem> {
     match r {
         Err(sys::CUresult::CUDA_ERROR_INVALID_CONTEXT) => {
             // A thread with no current context (the program's CUDA work runs on another
-            // thread): ask again from device 0's primary context, restoring "none" after.
+            // thread): ask again from a primary context that is already active, restoring
+            // "none" after. Never create one (that would cost hundreds of MiB on a GPU the
+            // program may not use): with no active primary context the program works through
+            // its own contexts only, if any, and the buffer is taken for host memory.
+            let Some(ordinal) = active_primary()? else {
+                return Ok(Mem::Host);
+            };
             let _bound = super::cuda()?.ctxs.bind(&Dev {
-                ordinal: 0,
+                ordinal,
                 buffer_id: 0,
                 ctx: 0,
                 managed: false,
@@ -114,6 +120,25 @@ pub(crate) fn query(p: *const c_void) -> Result<Mem> {
         Err(r) => Err(drv::error(r, "cuPointerGetAttributes")),
         Ok(m) => Ok(m),
     }
+}
+
+/// The first device whose primary context is active (`cuDevicePrimaryCtxGetState`), if any.
+fn active_primary() -> Result<Option<i32>> {
+    for ordinal in 0..1024 {
+        let mut dev: sys::CUdevice = 0;
+        // SAFETY: writes the device handle of `ordinal`; fails past the last device.
+        if unsafe { sys::cuDeviceGet(&mut dev, ordinal) } != sys::CUresult::CUDA_SUCCESS {
+            break;
+        }
+        let (mut flags, mut active) = (0u32, 0i32);
+        // SAFETY: a valid device handle; writes the primary context's flags and state.
+        let r = unsafe { sys::cuDevicePrimaryCtxGetState(dev, &mut flags, &mut active) };
+        drv::check(r, "cuDevicePrimaryCtxGetState")?;
+        if active != 0 {
+            return Ok(Some(ordinal));
+        }
+    }
+    Ok(None)
 }
 
 /// One `cuPointerGetAttributes`; the driver's code when it fails.

@@ -6,7 +6,9 @@
 //! (nothing, another device's context, a user context). hcomm's per-context resources
 //! (streams, events, staging buffers, the kernel module, peers' mappings) are kept per
 //! context, keyed by the driver's context id (`cuCtxGetId`: never reused within a process, so
-//! a destroyed context's resources are never handed to a new one at the same address).
+//! a destroyed context's resources are never handed to a new one at the same address). A
+//! driver older than 525 lacks `cuCtxGetId`: the context's handle is the key there, which is
+//! only wrong for a program that destroys a context and gets a new one at the same address.
 
 use std::collections::HashMap;
 use std::marker::PhantomData;
@@ -20,6 +22,9 @@ use super::ipc::Imports;
 use super::kernels::Module;
 use super::staging::Slot;
 use crate::error::Result;
+
+/// Whether the driver has `cuCtxGetId` (set once at the first touch).
+pub(crate) static CTX_ID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// hcomm's resources in one context.
 pub(crate) struct CtxRes {
@@ -158,12 +163,14 @@ impl Contexts {
     }
 
     fn resources(&self, ctx: usize) -> Result<Arc<CtxRes>> {
-        let mut id: std::ffi::c_ulonglong = 0;
-        // SAFETY: `ctx` is live (see `bind`); writes its id.
-        check(
-            unsafe { sys::cuCtxGetId(ctx as sys::CUcontext, &mut id) },
-            "cuCtxGetId",
-        )?;
+        let mut id = ctx as std::ffi::c_ulonglong;
+        if CTX_ID.load(std::sync::atomic::Ordering::Relaxed) {
+            // SAFETY: `ctx` is live (see `bind`); writes its id. The symbol exists (preflight).
+            check(
+                unsafe { sys::cuCtxGetId(ctx as sys::CUcontext, &mut id) },
+                "cuCtxGetId",
+            )?;
+        }
         let mut map = self.by_id.lock();
         Ok(map
             .entry(id)

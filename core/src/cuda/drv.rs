@@ -22,11 +22,11 @@ pub const SYMBOLS: &[&str] = &[
     "cuPointerGetAttributes",
     "cuCtxGetCurrent",
     "cuCtxSetCurrent",
-    "cuCtxGetId",
     "cuDeviceGet",
     "cuDeviceGetCount",
     "cuDeviceGetName",
     "cuDevicePrimaryCtxRetain",
+    "cuDevicePrimaryCtxGetState",
     "cuMemGetAddressRange_v2",
     "cuIpcGetMemHandle",
     "cuIpcOpenMemHandle_v2",
@@ -47,6 +47,10 @@ pub const SYMBOLS: &[&str] = &[
     "cuMemHostAlloc",
     "cuMemFreeHost",
 ];
+
+/// Driver symbols hcomm uses only when the library defines them (`cuCtxGetId`: driver ≥ 525;
+/// without it, contexts are told apart by handle, see `ctx.rs`). Not required by [`preflight`].
+pub const OPTIONAL: &[&str] = &["cuCtxGetId"];
 
 /// `Ok` for `CUDA_SUCCESS`, else an error naming `what` and the driver's code.
 pub(crate) fn check(r: CUresult, what: &str) -> Result<()> {
@@ -78,8 +82,11 @@ pub(crate) fn code_name(r: CUresult) -> String {
 /// Checks that the library cudarc will open defines every symbol of [`SYMBOLS`], so that
 /// cudarc's loader cannot panic later. cudarc tries a list of names in order and keeps the
 /// first that opens; this walks the same list with the same `dlopen` flags (libloading's:
-/// `RTLD_LAZY | RTLD_LOCAL`). Returns the name of the library, or why it cannot be used.
-pub(crate) fn preflight() -> std::result::Result<String, String> {
+/// `RTLD_LAZY | RTLD_LOCAL`). When the process already has `libcuda.so.1` loaded, the library
+/// chosen must be that very object: cudarc tries `libcuda.so` first, and a toolkit stub of
+/// that name earlier on `LD_LIBRARY_PATH` would be a second, non-working driver. Returns the
+/// name of the library and which [`OPTIONAL`] symbols it defines, or why it cannot be used.
+pub(crate) fn preflight() -> std::result::Result<(String, Vec<&'static str>), String> {
     let names = cudarc::get_lib_name_candidates("cuda");
     for name in &names {
         let Ok(c) = CString::new(name.as_str()) else {
@@ -97,11 +104,38 @@ pub(crate) fn preflight() -> std::result::Result<String, String> {
             // SAFETY: `h` is a live handle, `sym` NUL-terminated.
             unsafe { libc::dlsym(h, sym.as_ptr()) }.is_null()
         });
-        // SAFETY: drops the reference taken above (cudarc takes its own).
-        unsafe { libc::dlclose(h) };
+        let optional = OPTIONAL
+            .iter()
+            .copied()
+            .filter(|s| {
+                CString::new(*s)
+                    // SAFETY: `h` is a live handle, `sym` NUL-terminated.
+                    .is_ok_and(|sym| !unsafe { libc::dlsym(h, sym.as_ptr()) }.is_null())
+            })
+            .collect();
+        // SAFETY: a NUL-terminated name; RTLD_NOLOAD only finds an object already loaded.
+        let loaded = unsafe {
+            libc::dlopen(
+                c"libcuda.so.1".as_ptr(),
+                libc::RTLD_NOLOAD | libc::RTLD_LAZY,
+            )
+        };
+        let other = !loaded.is_null() && loaded != h;
+        // SAFETY: drop the references taken above (cudarc takes its own).
+        unsafe {
+            if !loaded.is_null() {
+                libc::dlclose(loaded);
+            }
+            libc::dlclose(h);
+        }
+        if other {
+            return Err(format!(
+                "{name}, the driver library hcomm would open, is not the libcuda.so.1 this process loaded (a CUDA toolkit stub on LD_LIBRARY_PATH?)"
+            ));
+        }
         return match missing {
             Some(s) => Err(format!("{name} has no {s}")),
-            None => Ok(name.clone()),
+            None => Ok((name.clone(), optional)),
         };
     }
     Err(format!(
@@ -140,8 +174,8 @@ mod tests {
         assert!(called.len() > 10, "found too few calls: {called:?}");
         for c in called {
             assert!(
-                SYMBOLS.contains(&c.as_str()),
-                "{c} is called but not in SYMBOLS"
+                SYMBOLS.contains(&c.as_str()) || OPTIONAL.contains(&c.as_str()),
+                "{c} is called but not in SYMBOLS or OPTIONAL"
             );
         }
     }
@@ -151,7 +185,7 @@ mod tests {
         // No CUDA on the build machine: the answer names what is missing. (On a machine
         // with a driver it names the library; both are fine, neither may panic.)
         match preflight() {
-            Ok(lib) => assert!(lib.contains("cuda")),
+            Ok((lib, _)) => assert!(lib.contains("cuda")),
             Err(why) => assert!(why.contains("cuda"), "{why}"),
         }
     }

@@ -12,7 +12,7 @@
 use super::ipc_coll::{self, DBuf};
 use super::path::{self, Path};
 use super::staged::{self, Buf};
-use super::{kernels, Mem};
+use super::{kernels, Dev, Mem};
 use crate::coll::{self, Reduction};
 use crate::comm::Comm;
 use crate::datatype::Datatype;
@@ -44,14 +44,29 @@ fn input_or(send: &Buf, in_place: *mut u8) -> *const u8 {
     }
 }
 
-fn kernel_ok(red: &Reduction) -> bool {
-    match red {
-        Reduction::Builtin { ty, op } => kernels::available(*ty, *op),
-        Reduction::User(_) => false,
+/// Whether the kernel for `red` can run in `dev`'s context: shipped in the PTX, and the
+/// module loads there (the first question in a context JIT-compiles the PTX; a failure is
+/// remembered, see [`kernels::Module::usable`]).
+fn kernel_ok(red: &Reduction, dev: &Dev) -> bool {
+    let Reduction::Builtin { ty, op } = red else {
+        return false;
+    };
+    let Some(name) = kernels::kernel_name(*ty, *op).filter(|_| kernels::available(*ty, *op)) else {
+        return false;
+    };
+    let Some(cuda) = super::active() else {
+        return false;
+    };
+    match cuda.ctxs.bind(dev) {
+        Ok(b) => b.res.module.lock().usable(&name, cuda.driver_version),
+        Err(e) => {
+            crate::info!("CUDA: cannot bind the buffer's context to load the kernels: {e}");
+            false
+        }
     }
 }
 
-fn run(c: &Comm, bufs: &[Mem], empty: bool, kernel: &dyn Fn() -> bool) -> Result<Path> {
+fn run(c: &Comm, bufs: &[Mem], empty: bool, kernel: &dyn Fn(&Dev) -> bool) -> Result<Path> {
     path::choose(
         c,
         &path::Call {
@@ -60,6 +75,13 @@ fn run(c: &Comm, bufs: &[Mem], empty: bool, kernel: &dyn Fn() -> bool) -> Result
             kernel,
         },
     )
+}
+
+/// This rank refuses a device-buffer call it was about to make (see [`path::refuse`]): every
+/// peer's call fails too, instead of waiting for this rank. Call it in place of returning a
+/// refusal found before [`allreduce`] & co., at the same call.
+pub fn refuse(c: &Comm, e: Error) -> Error {
+    path::refuse(c, e)
 }
 
 /// `MPI_Allreduce` of `count` elements; `send` is [`Buf::NONE`] in place.
@@ -73,7 +95,7 @@ pub fn allreduce(
     sig: Signature,
 ) -> Result<()> {
     let empty = count == 0 || dt.extent == 0;
-    match run(c, &[send.mem, recv.mem], empty, &|| kernel_ok(&red))? {
+    match run(c, &[send.mem, recv.mem], empty, &|d| kernel_ok(&red, d))? {
         Path::Host => {
             let input = input_or(&send, recv.ptr);
             coll::allreduce(c, input, recv.ptr, count, dt, red, sig)
@@ -101,7 +123,7 @@ pub fn bcast(
     sig: Signature,
 ) -> Result<()> {
     let empty = count == 0 || dt.extent == 0;
-    match run(c, &[buf.mem], empty, &|| true)? {
+    match run(c, &[buf.mem], empty, &|_| true)? {
         Path::Host => coll::bcast(c, buf.ptr, count, dt, root, sig),
         Path::Staged { segmented } => staged::bcast(c, buf, count, dt, root, sig, segmented),
         Path::Ipc => {
@@ -128,7 +150,7 @@ pub fn reduce(
     sig: Signature,
 ) -> Result<()> {
     let empty = count == 0 || dt.extent == 0;
-    match run(c, &[send.mem, recv.mem], empty, &|| kernel_ok(&red))? {
+    match run(c, &[send.mem, recv.mem], empty, &|d| kernel_ok(&red, d))? {
         Path::Host => {
             let input = input_or(&send, recv.ptr);
             coll::reduce(c, input, recv.ptr, count, dt, red, root, sig)
@@ -157,7 +179,7 @@ pub fn allgather(
     sig: Signature,
 ) -> Result<()> {
     let block = count * dt.extent;
-    match run(c, &[send.mem, recv.mem], block == 0, &|| true)? {
+    match run(c, &[send.mem, recv.mem], block == 0, &|_| true)? {
         Path::Host => {
             let input = input_or(&send, recv.ptr.wrapping_add(c.rank * block));
             coll::allgather(c, input, recv.ptr, count, dt, sig)
@@ -185,7 +207,7 @@ pub fn reduce_scatter(
     sig: Signature,
 ) -> Result<()> {
     let empty = counts.iter().all(|&n| n == 0) || dt.extent == 0;
-    match run(c, &[send.mem, recv.mem], empty, &|| kernel_ok(&red))? {
+    match run(c, &[send.mem, recv.mem], empty, &|d| kernel_ok(&red, d))? {
         Path::Host => {
             let input = input_or(&send, recv.ptr);
             coll::reduce_scatter(c, input, recv.ptr, counts, dt, red, sig)

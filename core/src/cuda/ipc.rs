@@ -198,10 +198,22 @@ impl<V: Copy> ImportCache<V> {
     }
 
     /// Adds the new mapping `value` of `key` (allocation `base`, `size` in the peer's
-    /// space), pinned. Returns the mappings to close now: the same peer's entries that
-    /// overlap it (freed by the peer) and least recently used unpinned ones beyond the cap.
+    /// space), pinned: [`ImportCache::evict`] then [`ImportCache::push`]. Returns the
+    /// mappings to close.
+    #[cfg(test)]
     pub fn insert(&mut self, key: Key, base: u64, size: u64, value: V) -> Vec<V> {
-        self.clock += 1;
+        let mut close = self.evict(key, base, size);
+        close.extend(self.push(key, base, size, value));
+        close
+    }
+
+    /// Before `key` (allocation `base`, `size` in the peer's space) is opened: removes the
+    /// same peer's entries that overlap it (the peer freed them: it cannot hold two live
+    /// allocations at overlapping addresses) and returns them to close *before* the open —
+    /// the driver usually maps an import at the exporter's address, so a stale mapping still
+    /// there would make the open fail with `CUDA_ERROR_ALREADY_MAPPED`. Pinned ones are
+    /// doomed instead (closed when their call releases them).
+    pub fn evict(&mut self, key: Key, base: u64, size: u64) -> Vec<V> {
         let mut close = Vec::new();
         let overlaps = |e: &Entry<V>| {
             e.key.peer == key.peer && e.base < base.saturating_add(size) && base < e.base + e.size
@@ -220,6 +232,29 @@ impl<V: Copy> ImportCache<V> {
                 i += 1;
             }
         }
+        close
+    }
+
+    /// Every unpinned mapping of world rank `peer`, removed (to close): the retry after the
+    /// driver still found `CUDA_ERROR_ALREADY_MAPPED`.
+    pub fn purge_peer(&mut self, peer: usize) -> Vec<V> {
+        let mut close = Vec::new();
+        let mut i = 0;
+        while i < self.entries.len() {
+            if self.entries[i].key.peer == peer && self.entries[i].pins == 0 {
+                close.push(self.entries.swap_remove(i).value);
+            } else {
+                i += 1;
+            }
+        }
+        close
+    }
+
+    /// Adds the freshly opened mapping `value` of `key`, pinned; returns the least recently
+    /// used unpinned mappings beyond the cap, to close.
+    pub fn push(&mut self, key: Key, base: u64, size: u64, value: V) -> Vec<V> {
+        self.clock += 1;
+        let mut close = Vec::new();
         while self.entries.len() >= self.cap {
             let Some((idx, _)) = self
                 .entries
@@ -262,8 +297,8 @@ impl<V: Copy> ImportCache<V> {
     }
 }
 
-/// Opens a peer's allocation in the bound context.
-fn open(s: &Share) -> Result<u64> {
+/// Opens a peer's allocation in the bound context (the driver's code when it fails).
+fn open(s: &Share) -> std::result::Result<u64, sys::CUresult> {
     // SAFETY: an all-zero handle is a valid value of this plain byte struct.
     let mut h: sys::CUipcMemHandle = unsafe { std::mem::zeroed() };
     for (d, s) in h.reserved.iter_mut().zip(s.handle.iter()) {
@@ -272,17 +307,18 @@ fn open(s: &Share) -> Result<u64> {
     let mut p: sys::CUdeviceptr = 0;
     // SAFETY: a handle the peer exported; the driver validates it and maps the allocation
     // into the current context.
-    check(
-        unsafe {
-            sys::cuIpcOpenMemHandle_v2(
-                &mut p,
-                h,
-                sys::CUipcMem_flags::CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS as u32,
-            )
-        },
-        "cuIpcOpenMemHandle",
-    )?;
-    Ok(p)
+    let r = unsafe {
+        sys::cuIpcOpenMemHandle_v2(
+            &mut p,
+            h,
+            sys::CUipcMem_flags::CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS as u32,
+        )
+    };
+    if r == sys::CUresult::CUDA_SUCCESS {
+        Ok(p)
+    } else {
+        Err(r)
+    }
 }
 
 /// Closes a mapping (errors are logged: the mapping is gone either way).
@@ -319,13 +355,28 @@ impl<'a> Mapped<'a> {
         let base = match c.get(key) {
             Some(b) => b,
             None => {
-                let b = open(s).map_err(|e| {
+                for old in c.evict(key, s.base, s.size) {
+                    close(old);
+                }
+                let b = match open(s) {
+                    Err(sys::CUresult::CUDA_ERROR_ALREADY_MAPPED) => {
+                        // Something of this peer's still holds the range (a mapping the
+                        // overlap rule did not catch): close all of its idle ones, once.
+                        for old in c.purge_peer(peer) {
+                            close(old);
+                        }
+                        open(s)
+                    }
+                    r => r,
+                }
+                .map_err(|r| {
+                    let e = super::drv::error(r, "cuIpcOpenMemHandle");
                     Error::new(
                         e.class,
                         format!("mapping rank {peer}'s device buffer: {}", e.msg),
                     )
                 })?;
-                for old in c.insert(key, s.base, s.size, b) {
+                for old in c.push(key, s.base, s.size, b) {
                     close(old);
                 }
                 b
@@ -429,6 +480,29 @@ mod tests {
         // All pinned: the cache grows past its cap instead of closing a mapping in use.
         assert!(c.insert(key(1, 21), 0x21000, 0x1000, 21).is_empty());
         assert_eq!(c.len(), 4);
+    }
+
+    #[test]
+    fn stale_entries_are_evicted_before_the_open_and_a_retry_purges_the_peer() {
+        let mut c = ImportCache::new(8);
+        for (k, b) in [
+            (key(1, 1), 0x1000),
+            (key(1, 2), 0x8000),
+            (key(2, 3), 0x1000),
+        ] {
+            c.insert(k, b, 0x1000, b + k.peer as u64);
+            c.unpin(k, b + k.peer as u64);
+        }
+        // Peer 1 re-allocated at 0x1000: its old mapping there goes before anything opens,
+        // and nothing is added until the caller pushes the new mapping.
+        assert_eq!(c.evict(key(1, 4), 0x1000, 0x1000), vec![0x1001]);
+        assert_eq!(c.len(), 2);
+        assert!(c.push(key(1, 4), 0x1000, 0x1000, 0x4001).is_empty());
+        // The retry after ALREADY_MAPPED closes peer 1's idle mappings only: not the pinned
+        // new one, not peer 2's.
+        assert_eq!(c.purge_peer(1), vec![0x8001]);
+        assert_eq!(c.get(key(2, 3)), Some(0x1002));
+        assert_eq!(c.get(key(1, 4)), Some(0x4001));
     }
 
     #[test]

@@ -52,8 +52,29 @@ struct Call<'a> {
 
 impl Call<'_> {
     /// The address peers read for `bytes` at `b`, and its share: `b` itself when it has an
-    /// IPC handle, else a staging buffer (filled from `b` when `fill`).
+    /// IPC handle, else a staging buffer (filled from `b` when `fill`). `None` when neither
+    /// can be shared (no memory for the staging buffer, a platform without CUDA IPC): this
+    /// rank then shares nothing, which makes every rank agree to stage (`map_all`).
     fn shareable(
+        &mut self,
+        b: &DBuf,
+        bytes: usize,
+        st: Staging,
+        fill: bool,
+    ) -> Option<(u64, Share)> {
+        match self.try_shareable(b, bytes, st, fill) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                crate::info!(
+                    "CUDA IPC: this rank cannot share its buffer on comm {:x}: {e}; staging through host memory",
+                    self.c.id
+                );
+                None
+            }
+        }
+    }
+
+    fn try_shareable(
         &mut self,
         b: &DBuf,
         bytes: usize,
@@ -225,12 +246,12 @@ fn peers(
 ) -> Result<Vec<u64>> {
     (0..c.size())
         .map(|p| {
+            let s = all[p][i]
+                .as_ref()
+                .ok_or_else(|| Error::other(format!("rank {p} shared no device buffer")))?;
             if p == c.rank {
                 return Ok(mine);
             }
-            let s = all[p][i]
-                .as_ref()
-                .ok_or_else(|| Error::intern(format!("rank {p} shared no device buffer")))?;
             mapped.open(c.world[p], s)
         })
         .collect()
@@ -267,16 +288,14 @@ pub(crate) fn allreduce(
     let ext = dt.extent;
     let bytes = count * ext;
     with_call(cuda, c, &recv.dev, |call, mapped| {
-        let (x, xs) = match &send {
-            Some(s) => call.shareable(s, bytes, Staging::First, true)?,
-            None => call.shareable(&recv, bytes, Staging::First, true)?,
-        };
-        let (y, ys) = match &send {
-            Some(_) => call.shareable(&recv, bytes, Staging::Second, false)?,
+        let xs = call.shareable(send.as_ref().unwrap_or(&recv), bytes, Staging::First, true);
+        let ys = match &send {
+            Some(_) => call.shareable(&recv, bytes, Staging::Second, false),
             // In place: the reduced chunk r overwrites input chunk r, which only rank r reads.
-            None => (x, xs),
+            None => xs,
         };
-        let all = call.exchange(sig, &[Some(xs), Some(ys)])?;
+        let all = call.exchange(sig, &[xs.map(|s| s.1), ys.map(|s| s.1)])?;
+        let (x, y) = (xs.map_or(0, |s| s.0), ys.map_or(0, |s| s.0));
         let Some(p) = map_all(c, &all, &[(0, x), (1, y)], mapped)? else {
             return Ok(false);
         };
@@ -329,8 +348,9 @@ pub(crate) fn reduce_scatter(
     let dev = send.as_ref().map_or(recv.dev, |s| s.dev);
     with_call(cuda, c, &dev, |call, mapped| {
         let input = send.unwrap_or(recv);
-        let (x, xs) = call.shareable(&input, total * ext, Staging::First, true)?;
-        let all = call.exchange(sig, &[Some(xs)])?;
+        let xs = call.shareable(&input, total * ext, Staging::First, true);
+        let all = call.exchange(sig, &[xs.map(|s| s.1)])?;
+        let x = xs.map_or(0, |s| s.0);
         let Some(p) = map_all(c, &all, &[(0, x)], mapped)? else {
             return Ok(false);
         };
@@ -390,8 +410,9 @@ pub(crate) fn allgather(
     };
     with_call(cuda, c, &recv.dev, |call, mapped| {
         let mine = send.unwrap_or(own);
-        let (x, xs) = call.shareable(&mine, block, Staging::First, true)?;
-        let all = call.exchange(sig, &[Some(xs)])?;
+        let xs = call.shareable(&mine, block, Staging::First, true);
+        let all = call.exchange(sig, &[xs.map(|s| s.1)])?;
+        let x = xs.map_or(0, |s| s.0);
         let Some(px) = map_all(c, &all, &[(0, x)], mapped)? else {
             return Ok(false);
         };
@@ -417,13 +438,15 @@ pub(crate) fn bcast(
 ) -> Result<bool> {
     with_call(cuda, c, &buf.dev, |call, mapped| {
         let mine = if c.rank == root {
-            Some(call.shareable(&buf, bytes, Staging::First, true)?)
+            call.shareable(&buf, bytes, Staging::First, true)
         } else {
             None
         };
         let all = call.exchange(sig, &[mine.map(|m| m.1)])?;
         let src = if c.rank == root {
-            Ok(0)
+            // A root that could not share votes against IPC too (its peers already do).
+            mine.map(|_| 0)
+                .ok_or_else(|| Error::other("the root shared no device buffer"))
         } else {
             all[root][0]
                 .as_ref()
@@ -468,13 +491,15 @@ pub(crate) fn reduce(
         .or(recv)
         .ok_or_else(|| Error::intern("reduce without an input buffer"))?;
     with_call(cuda, c, &input.dev, |call, mapped| {
-        let (x, xs) = call.shareable(&input, count * ext, Staging::First, true)?;
-        let all = call.exchange(sig, &[Some(xs)])?;
-        // Only the root maps; the others agree with its outcome.
+        let xs = call.shareable(&input, count * ext, Staging::First, true);
+        let all = call.exchange(sig, &[xs.map(|s| s.1)])?;
+        let x = xs.map_or(0, |s| s.0);
+        // Only the root maps; the others agree with its outcome (the root sees a rank that
+        // shared nothing when it maps).
         let px = if c.rank == root {
             map_all(c, &all, &[(0, x)], mapped)?
         } else {
-            super::path::all_agree(c, true)?.then(Vec::new)
+            super::path::all_agree(c, xs.is_some())?.then(Vec::new)
         };
         let Some(px) = px else {
             super::path::mark_ipc_broken(c);

@@ -135,23 +135,65 @@ pub(crate) fn grid(count: u64) -> u32 {
 pub(crate) struct Module {
     module: usize,
     funcs: HashMap<String, usize>,
+    /// Why the module could not be loaded in this context (remembered: the driver or the GPU
+    /// will not change its mind, and a JIT attempt is expensive).
+    failed: Option<Error>,
 }
 
+/// The driver the PTX needs at least (`cuDriverGetVersion`; see `kernels/gen-ptx.sh`).
+pub(crate) const PTX_MIN_DRIVER: i32 = 13000;
+
 impl Module {
+    /// Whether kernel `name` can run in this context (the module's context must be current):
+    /// loads the module (JIT-compiling the PTX) on the first question. A failure is logged
+    /// once per process at WARN and remembered for the context; device reductions then stage
+    /// through host memory.
+    pub(crate) fn usable(&mut self, name: &str, driver: i32) -> bool {
+        match self.function(name) {
+            Ok(_) => true,
+            Err(e) => {
+                static SAID: std::sync::Once = std::sync::Once::new();
+                SAID.call_once(|| {
+                    let hint = if driver < PTX_MIN_DRIVER {
+                        format!(
+                            "driver {}.{} is older than CUDA 13.0 (driver 580), which the kernels' PTX (ISA 9.0) needs",
+                            driver / 1000,
+                            driver % 1000 / 10
+                        )
+                    } else {
+                        "the kernels' PTX (ISA 9.0, sm_75) needs driver >= 580 and a GPU of compute capability >= 7.5".to_string()
+                    };
+                    crate::warn!(
+                        "GPU reduction kernels unavailable: {}; {hint}; device reductions stage through host memory",
+                        e.msg
+                    );
+                });
+                false
+            }
+        }
+    }
+
     /// The function `name` (the module's context must be current).
     fn function(&mut self, name: &str) -> Result<sys::CUfunction> {
         if let Some(&f) = self.funcs.get(name) {
             return Ok(f as sys::CUfunction);
+        }
+        if let Some(e) = &self.failed {
+            return Err(Error::new(e.class, e.msg.clone()));
         }
         if self.module == 0 {
             let image = CString::new(PTX)
                 .map_err(|_| Error::intern("the embedded PTX contains a NUL byte"))?;
             let mut m: sys::CUmodule = std::ptr::null_mut();
             // SAFETY: a NUL-terminated PTX image; the driver copies what it needs.
-            check(
+            let r = check(
                 unsafe { sys::cuModuleLoadData(&mut m, image.as_ptr().cast()) },
                 "cuModuleLoadData (hcomm's reduction kernels)",
-            )?;
+            );
+            if let Err(e) = r {
+                self.failed = Some(Error::new(e.class, e.msg.clone()));
+                return Err(e);
+            }
             self.module = m as usize;
         }
         let c = CString::new(name).map_err(|_| Error::intern("kernel name"))?;

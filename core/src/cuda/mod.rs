@@ -36,7 +36,7 @@ use parking_lot::Mutex;
 
 pub use classify::{any_device, classify, Classifier, Dev, Mem};
 pub use devmem::{require, Device, DeviceBuffer, PinnedBuffer};
-pub use drv::SYMBOLS;
+pub use drv::{OPTIONAL, SYMBOLS};
 pub use entry::*;
 pub use gate::Mode;
 pub use staged::Buf;
@@ -93,8 +93,24 @@ pub fn query_support() -> bool {
     GATE.query(|| Mode::On, || 0, || true, first_touch)
 }
 
+/// "CUDA unavailable", logged once: at WARN when CUDA is wanted (`HCOMM_CUDA=1`, or libcuda
+/// is loaded in this process, so device buffers may exist and would be taken for host memory),
+/// else at INFO (an explicit `MPIX_Query_cuda_support` in a CPU-only program).
+fn unavailable(why: &str) {
+    if gate::libcuda_loaded() {
+        crate::warn!(
+            "CUDA unavailable: {why}. This process has libcuda.so.1 loaded, but hcomm cannot use it: \
+             every buffer is taken for host memory, and a device buffer passed to MPI will crash the process"
+        );
+    } else if mode() == Mode::On {
+        crate::warn!("CUDA unavailable: {why}; device buffers cannot be used (HCOMM_CUDA=1)");
+    } else {
+        crate::info!("CUDA unavailable: {why}; device buffers cannot be used");
+    }
+}
+
 /// The first touch (once per process): inside a panic guard, since cudarc panics on a
-/// missing library or symbol. Failure means "CUDA unavailable", logged once at INFO.
+/// missing library or symbol. Failure means "CUDA unavailable", logged once ([`unavailable`]).
 fn first_touch() -> bool {
     CUDA.get_or_init(|| match catch_unwind(AssertUnwindSafe(init_driver)) {
         Ok(Ok(c)) => {
@@ -107,7 +123,7 @@ fn first_touch() -> bool {
             Ok(c)
         }
         Ok(Err(why)) => {
-            crate::info!("CUDA unavailable: {why}; device buffers cannot be used");
+            unavailable(&why);
             Err(why)
         }
         Err(p) => {
@@ -116,7 +132,7 @@ fn first_touch() -> bool {
                 .map(|s| s.to_string())
                 .or_else(|| p.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "panic".into());
-            crate::info!("CUDA unavailable: {what}; device buffers cannot be used");
+            unavailable(&what);
             Err(what)
         }
     })
@@ -124,7 +140,11 @@ fn first_touch() -> bool {
 }
 
 fn init_driver() -> std::result::Result<Cuda, String> {
-    let library = drv::preflight()?;
+    let (library, optional) = drv::preflight()?;
+    ctx::CTX_ID.store(
+        optional.contains(&"cuCtxGetId"),
+        std::sync::atomic::Ordering::Relaxed,
+    );
     // SAFETY: every symbol exists (preflight); cuInit takes flags 0.
     let r = unsafe { drv::sys::cuInit(0) };
     drv::check(r, "cuInit").map_err(|e| e.msg)?;

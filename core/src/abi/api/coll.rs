@@ -67,9 +67,9 @@ pub unsafe fn bcast(
             let n = v.count(cnt, "count")?;
             let len = v.bytes(cnt, "count")?;
             buf_arg(buf, len, "buffer")?;
-            let mem = cuda::classify(buf, len)?;
+            let mem = cuda::classify(buf, len).map_err(|e| cuda::refuse(&c, e))?;
             if mem.is_device() {
-                device_ok(&v, None)?;
+                device_ok(&v, None).map_err(|e| cuda::refuse(&c, e))?;
             }
             let is_root = c.rank == root;
             // SAFETY: MPI: `buf` holds `count` items; the root's are read, the others' written.
@@ -116,14 +116,19 @@ pub unsafe fn reduce(
                 }
             }
             let k = cuda::Classifier::new();
+            let refuse = |e| cuda::refuse(&c, e);
             let smem = if in_place {
                 Mem::None
             } else {
-                k.of(send, len)?
+                k.of(send, len).map_err(refuse)?
             };
-            let rmem = if is_root { k.of(recv, len)? } else { Mem::None };
+            let rmem = if is_root {
+                k.of(recv, len).map_err(refuse)?
+            } else {
+                Mem::None
+            };
             if smem.is_device() || rmem.is_device() {
-                device_ok(&v, Some(&red))?;
+                device_ok(&v, Some(&red)).map_err(refuse)?;
             }
             // SAFETY: MPI: sendbuf holds `count` items to read, the root's recvbuf `count` items
             // to write (and read, in place). Device buffers have direct views (checked above):
@@ -166,7 +171,7 @@ pub unsafe fn allreduce(
         guard(name, Some(comm), || {
             let c = comm_of(runtime::get()?, comm)?;
             // SAFETY: MPI's contract for sendbuf/recvbuf, checked inside.
-            let io = unsafe { ReduceIo::new_device(send, recv, count, dt, op) }?;
+            let io = unsafe { ReduceIo::new_device(send, recv, count, dt, op, &c) }?;
             let s = sig(Kind::Allreduce, io.elems, io.view.handle, op, -1);
             cuda::allreduce(
                 &c,
@@ -216,9 +221,10 @@ impl ReduceIo {
         count: Count,
         dt: c_int,
         op: c_int,
+        comm: &Comm,
     ) -> Result<ReduceIo> {
         // SAFETY: forwarded contract.
-        unsafe { Self::build(send, recv, count, dt, op, true) }
+        unsafe { Self::build(send, recv, count, dt, op, Some(comm)) }
     }
 
     /// The input for the device-aware front ([`Buf::NONE`] in place).
@@ -241,7 +247,7 @@ impl ReduceIo {
         op: c_int,
     ) -> Result<ReduceIo> {
         // SAFETY: forwarded contract.
-        unsafe { Self::build(send, recv, count, dt, op, false) }
+        unsafe { Self::build(send, recv, count, dt, op, None) }
     }
 
     unsafe fn build(
@@ -250,7 +256,7 @@ impl ReduceIo {
         count: Count,
         dt: c_int,
         op: c_int,
-        device: bool,
+        device: Option<&Comm>,
     ) -> Result<ReduceIo> {
         let cnt = count_arg(count, "count")?;
         let t = type_arg(dt, "datatype")?;
@@ -263,14 +269,26 @@ impl ReduceIo {
             buf_arg(send, len, "sendbuf")?;
             no_alias(send, recv, len)?;
         }
-        let (send_mem, recv_mem) = match device.then(cuda::Classifier::new) {
+        let (send_mem, recv_mem) = match device {
             None => (Mem::Host, Mem::Host),
-            Some(k) if in_place => (Mem::None, k.of(recv, len)?),
-            Some(k) => (k.of(send, len)?, k.of(recv, len)?),
+            Some(comm) => {
+                // A refusal here is made collective (the peers would wait for us otherwise).
+                let k = cuda::Classifier::new();
+                let refuse = |e| cuda::refuse(comm, e);
+                let m = if in_place {
+                    (Mem::None, k.of(recv, len).map_err(refuse)?)
+                } else {
+                    (
+                        k.of(send, len).map_err(refuse)?,
+                        k.of(recv, len).map_err(refuse)?,
+                    )
+                };
+                if m.0.is_device() || m.1.is_device() {
+                    device_ok(&view, Some(&red)).map_err(refuse)?;
+                }
+                m
+            }
         };
-        if send_mem.is_device() || recv_mem.is_device() {
-            device_ok(&view, Some(&red))?;
-        }
         // SAFETY: the caller's contract, with both ranges checked above; device buffers
         // have direct views (checked above), which staging does not touch.
         let (send, output) = unsafe {
@@ -386,13 +404,18 @@ impl ReduceScatterIo {
             buf_arg(recv, mine, "recvbuf")?;
             no_alias(send, recv, mine.min(total_bytes))?;
         }
+        // A refusal on device buffers is made collective (the peers would wait otherwise).
+        let refuse = |e| cuda::refuse(comm, e);
         let (send_mem, recv_mem) = match device.then(cuda::Classifier::new) {
             None => (Mem::Host, Mem::Host),
-            Some(k) if in_place => (Mem::None, k.of(recv, total_bytes)?),
-            Some(k) => (k.of(send, total_bytes)?, k.of(recv, mine)?),
+            Some(k) if in_place => (Mem::None, k.of(recv, total_bytes).map_err(refuse)?),
+            Some(k) => (
+                k.of(send, total_bytes).map_err(refuse)?,
+                k.of(recv, mine).map_err(refuse)?,
+            ),
         };
         if send_mem.is_device() || recv_mem.is_device() {
-            device_ok(&view, Some(&red))?;
+            device_ok(&view, Some(&red)).map_err(refuse)?;
         }
         // SAFETY: the caller's contract, with the ranges checked above; device buffers have
         // direct views, which staging does not touch.
@@ -451,7 +474,9 @@ pub unsafe fn allgather(
             let own_user = recv.cast::<u8>().wrapping_add(c.rank * rcnt * rt.extent());
             let in_place = is_in_place(send);
             let k = cuda::Classifier::new();
-            let rmem = k.of(recv, total)?;
+            // Refusals on device buffers are made collective (peers would wait otherwise).
+            let refuse = |e| cuda::refuse(&c, e);
+            let rmem = k.of(recv, total).map_err(refuse)?;
             let mut smem = Mem::None;
             let mut sv = None;
             if !in_place {
@@ -466,14 +491,14 @@ pub unsafe fn allgather(
                 }
                 buf_arg(send, sbytes, "sendbuf")?;
                 no_alias(send, own_user as *const c_void, blk)?;
-                smem = k.of(send, sbytes)?;
+                smem = k.of(send, sbytes).map_err(refuse)?;
                 if smem.is_device() {
-                    device_ok(&v, None)?;
+                    device_ok(&v, None).map_err(refuse)?;
                 }
                 sv = Some((v, scnt));
             }
             if rmem.is_device() {
-                device_ok(&rv, None)?;
+                device_ok(&rv, None).map_err(refuse)?;
             }
             // SAFETY: MPI: recvbuf holds size × recvcount items (the own block is read in
             // place), sendbuf `sendcount` items. Device buffers have direct views (checked

@@ -320,9 +320,15 @@ pub unsafe fn gather(
     comm: c_int,
 ) -> c_int {
     guard(name, Some(comm), || {
-        crate::cuda::refuse_device(name, &[send, recv as *const c_void])?;
         let c = comm_of(runtime::get()?, comm)?;
         let root = root_arg(root, &c)?;
+        // Only the arguments significant at this rank: MPI ignores the receive buffer
+        // of a non-root, which may be anything (a device pointer included).
+        if c.rank == root {
+            crate::cuda::refuse_device(name, &[send, recv as *const c_void])?;
+        } else {
+            crate::cuda::refuse_device(name, &[send])?;
+        }
         if c.rank != root {
             let s = one(send, scount, sdt, SEND)?;
             let sig = sig(Kind::Gather, s.t.sig, BYTE, 0, root as i32);
@@ -353,9 +359,15 @@ pub unsafe fn gatherv(
     comm: c_int,
 ) -> c_int {
     guard(name, Some(comm), || {
-        crate::cuda::refuse_device(name, &[send, recv as *const c_void])?;
         let c = comm_of(runtime::get()?, comm)?;
         let root = root_arg(root, &c)?;
+        // Only the arguments significant at this rank: MPI ignores the receive buffer
+        // of a non-root, which may be anything (a device pointer included).
+        if c.rank == root {
+            crate::cuda::refuse_device(name, &[send, recv as *const c_void])?;
+        } else {
+            crate::cuda::refuse_device(name, &[send])?;
+        }
         let sig = sig(Kind::Gatherv, 0, BYTE, 0, root as i32);
         if c.rank != root {
             let s = one(send, scount, sdt, SEND)?;
@@ -445,9 +457,15 @@ pub unsafe fn scatter(
     comm: c_int,
 ) -> c_int {
     guard(name, Some(comm), || {
-        crate::cuda::refuse_device(name, &[send, recv as *const c_void])?;
         let c = comm_of(runtime::get()?, comm)?;
         let root = root_arg(root, &c)?;
+        // Only the arguments significant at this rank: MPI ignores the send buffer
+        // of a non-root, which may be anything (a device pointer included).
+        if c.rank == root {
+            crate::cuda::refuse_device(name, &[send, recv as *const c_void])?;
+        } else {
+            crate::cuda::refuse_device(name, &[recv as *const c_void])?;
+        }
         if c.rank != root {
             let r = one(recv, rcount, rdt, RECV)?;
             let sig = sig(Kind::Scatter, r.t.sig, BYTE, 0, root as i32);
@@ -478,9 +496,15 @@ pub unsafe fn scatterv(
     comm: c_int,
 ) -> c_int {
     guard(name, Some(comm), || {
-        crate::cuda::refuse_device(name, &[send, recv as *const c_void])?;
         let c = comm_of(runtime::get()?, comm)?;
         let root = root_arg(root, &c)?;
+        // Only the arguments significant at this rank: MPI ignores the send buffer
+        // of a non-root, which may be anything (a device pointer included).
+        if c.rank == root {
+            crate::cuda::refuse_device(name, &[send, recv as *const c_void])?;
+        } else {
+            crate::cuda::refuse_device(name, &[recv as *const c_void])?;
+        }
         let sig = sig(Kind::Scatterv, 0, BYTE, 0, root as i32);
         if c.rank != root {
             let r = one(recv, rcount, rdt, RECV)?;
