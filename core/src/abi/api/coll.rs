@@ -98,59 +98,13 @@ pub unsafe fn reduce(
     crate::stats::call(crate::stats::Coll::Reduce, || {
         guard(name, Some(comm), || {
             let c = comm_of(runtime::get()?, comm)?;
-            let cnt = count_arg(count, "count")?;
-            let t = type_arg(dt, "datatype")?;
-            let (red, v) = reduce_args(op, &t)?;
-            let root = root_arg(root, &c)?;
-            let n = v.count(cnt, "count")?;
-            let len = v.bytes(cnt, "count")?;
-            let is_root = c.rank == root;
-            let in_place = is_root && is_in_place(send);
-            if in_place {
-                buf_arg(recv, len, "recvbuf")?;
-            } else {
-                buf_arg(send, len, "sendbuf")?;
-                if is_root {
-                    buf_arg(recv, len, "recvbuf")?;
-                    no_alias(send, recv, len)?;
-                }
-            }
-            let k = cuda::Classifier::new();
-            let refuse = |e| cuda::refuse(&c, e);
-            let smem = if in_place {
-                Mem::None
-            } else {
-                k.of(send, len).map_err(refuse)?
-            };
-            let rmem = if is_root {
-                k.of(recv, len).map_err(refuse)?
-            } else {
-                Mem::None
-            };
-            if smem.is_device() || rmem.is_device() {
-                device_ok(&v, Some(&red)).map_err(refuse)?;
-            }
-            // SAFETY: MPI: sendbuf holds `count` items to read, the root's recvbuf `count` items
-            // to write (and read, in place). Device buffers have direct views (checked above):
-            // staging does not touch them.
-            let (st_send, st_recv) = unsafe {
-                if in_place {
-                    (None, Some(v.stage(recv, cnt, true, true)))
-                } else {
-                    let s = v.stage(send, cnt, true, false);
-                    (Some(s), is_root.then(|| v.stage(recv, cnt, false, true)))
-                }
-            };
-            let out = st_recv
-                .as_ref()
-                .map_or(Buf::NONE, |s| self::buf(s.ptr(), rmem));
-            let inp = st_send
-                .as_ref()
-                .map_or(Buf::NONE, |s| self::buf(s.ptr(), smem));
-            let s = sig(Kind::Reduce, n, v.handle, op, root as i32);
-            cuda::reduce(&c, inp, out, n, &v.dt, red, root, s)?;
-            if let Some(st) = st_recv {
-                // SAFETY: as above.
+            // SAFETY: MPI's contract for sendbuf/recvbuf, checked inside.
+            let io = unsafe { RootReduceIo::new(send, recv, count, dt, op, root, &c, true) }?;
+            let s = sig(Kind::Reduce, io.elems, io.view.handle, op, io.root as i32);
+            let (inp, out) = (io.send_buf(), io.recv_buf());
+            cuda::reduce(&c, inp, out, io.elems, &io.view.dt, io.red, io.root, s)?;
+            if let Some(st) = io.recv {
+                // SAFETY: staged from the root's recvbuf for this call.
                 unsafe { st.finish() };
             }
             Ok(())
@@ -307,6 +261,113 @@ impl ReduceIo {
             send_mem,
             recv_mem,
         })
+    }
+}
+
+/// The checked, staged buffers of a reduction to a root (`MPI_Reduce`, `MPI_Ireduce`): the
+/// staged sendbuf (none in place), and at the root the staged recvbuf. Validation happens
+/// before anything is staged, so a rejected call writes nothing.
+pub(crate) struct RootReduceIo {
+    pub red: coll::Reduction,
+    pub view: View,
+    /// Elements (of `view.dt`) in the message.
+    pub elems: usize,
+    pub root: usize,
+    pub send: Option<Staged>,
+    pub recv: Option<Staged>,
+    /// As in [`ReduceIo`].
+    pub send_mem: Mem,
+    pub recv_mem: Mem,
+}
+
+impl RootReduceIo {
+    /// `device`: classify the buffers for the device-aware front (blocking calls only).
+    ///
+    /// # Safety
+    /// MPI's contract: `send` (unless the root's `MPI_IN_PLACE`) holds `count` items to read,
+    /// the root's `recv` `count` items to write (and read, in place).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) unsafe fn new(
+        send: *const c_void,
+        recv: *mut c_void,
+        count: Count,
+        dt: c_int,
+        op: c_int,
+        root: c_int,
+        comm: &Comm,
+        device: bool,
+    ) -> Result<RootReduceIo> {
+        let cnt = count_arg(count, "count")?;
+        let t = type_arg(dt, "datatype")?;
+        let (red, view) = reduce_args(op, &t)?;
+        let root = root_arg(root, comm)?;
+        let elems = view.count(cnt, "count")?;
+        let len = view.bytes(cnt, "count")?;
+        let is_root = comm.rank == root;
+        let in_place = is_root && is_in_place(send);
+        if in_place {
+            buf_arg(recv, len, "recvbuf")?;
+        } else {
+            buf_arg(send, len, "sendbuf")?;
+            if is_root {
+                buf_arg(recv, len, "recvbuf")?;
+                no_alias(send, recv, len)?;
+            }
+        }
+        // A refusal on device buffers is made collective (the peers would wait otherwise).
+        let refuse = |e| cuda::refuse(comm, e);
+        let (send_mem, recv_mem) = match device.then(cuda::Classifier::new) {
+            None => (Mem::Host, Mem::Host),
+            Some(k) => (
+                if in_place {
+                    Mem::None
+                } else {
+                    k.of(send, len).map_err(refuse)?
+                },
+                if is_root {
+                    k.of(recv, len).map_err(refuse)?
+                } else {
+                    Mem::None
+                },
+            ),
+        };
+        if send_mem.is_device() || recv_mem.is_device() {
+            device_ok(&view, Some(&red)).map_err(refuse)?;
+        }
+        // SAFETY: the caller's contract, with the ranges checked above; device buffers have
+        // direct views (checked above), which staging does not touch.
+        let (send, recv) = unsafe {
+            if in_place {
+                (None, Some(view.stage(recv, cnt, true, true)))
+            } else {
+                let s = view.stage(send, cnt, true, false);
+                (Some(s), is_root.then(|| view.stage(recv, cnt, false, true)))
+            }
+        };
+        Ok(RootReduceIo {
+            red,
+            view,
+            elems,
+            root,
+            send,
+            recv,
+            send_mem,
+            recv_mem,
+        })
+    }
+
+    /// The input for the device-aware front ([`Buf::NONE`] in place).
+    pub(crate) fn send_buf(&self) -> Buf {
+        self.send
+            .as_ref()
+            .map_or(Buf::NONE, |s| buf(s.ptr(), self.send_mem))
+    }
+
+    /// The output for the device-aware front ([`Buf::NONE`] at a non-root).
+    pub(crate) fn recv_buf(&self) -> Buf {
+        self.recv
+            .as_ref()
+            .map_or(Buf::NONE, |s| buf(s.ptr(), self.recv_mem))
     }
 }
 

@@ -22,7 +22,7 @@ use std::ffi::{c_int, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
-use super::coll::{ReduceIo, ReduceScatterIo};
+use super::coll::{ReduceIo, ReduceScatterIo, RootReduceIo};
 use super::coll2::{laid_out, matching, own_send, read_only, regular, Ints, Side, BYTE};
 use super::p2p::{
     dest_arg, incoming, outgoing, recv_tag_arg, send_tag_arg, set_status, source_arg, unstage,
@@ -215,39 +215,14 @@ pub unsafe fn ireduce(
     guard(name, Some(comm), || {
         host_only(&[send, recv as *const c_void])?;
         let c = comm_of(runtime::get()?, comm)?;
-        let cnt = count_arg(count, "count")?;
-        let t = type_arg(dt, "datatype")?;
-        let (red, v) = reduce_args(op, &t)?;
-        let root = root_arg(root, &c)?;
-        let n = v.count(cnt, "count")?;
-        let len = v.bytes(cnt, "count")?;
-        let is_root = c.rank == root;
-        let in_place = is_root && is_in_place(send);
-        if in_place {
-            buf_arg(recv, len, "recvbuf")?;
-        } else {
-            buf_arg(send, len, "sendbuf")?;
-            if is_root {
-                buf_arg(recv, len, "recvbuf")?;
-                no_alias(send, recv, len)?;
-            }
-        }
-        req_arg(req)?;
-        // SAFETY: MPI: sendbuf holds `count` items to read, the root's recvbuf `count` items
-        // to write (and read, in place).
-        let (st_send, st_recv) = unsafe {
-            if in_place {
-                (None, Some(v.stage(recv, cnt, true, true)))
-            } else {
-                let s = v.stage(send, cnt, true, false);
-                (Some(s), is_root.then(|| v.stage(recv, cnt, false, true)))
-            }
-        };
-        let out = st_recv.as_ref().map_or(std::ptr::null_mut(), |s| s.ptr());
-        let inp = st_send.as_ref().map_or(out as *const u8, |s| s.ptr());
-        let s = sig(Kind::Reduce, n, v.handle, op, root as i32);
-        let dtv = v.dt;
-        let keep = Unsent((st_send, st_recv));
+        // SAFETY: MPI's contract for sendbuf/recvbuf, checked inside.
+        let io = unsafe { RootReduceIo::new(send, recv, count, dt, op, root, &c, false) }?;
+        let out = io.recv.as_ref().map_or(std::ptr::null_mut(), |s| s.ptr());
+        let inp = io.send.as_ref().map_or(out as *const u8, |s| s.ptr());
+        let (n, root, red) = (io.elems, io.root, io.red);
+        let s = sig(Kind::Reduce, n, io.view.handle, op, root as i32);
+        let dtv = io.view.dt;
+        let keep = Unsent((io.send, io.recv));
         let finish: Box<dyn FnOnce() + Send> = Box::new(move || {
             let (_send, recv) = keep.take();
             if let Some(st) = recv {
