@@ -608,6 +608,39 @@ unsafe fn exchange(
     Ok(())
 }
 
+/// The checked layout of `MPI_Alltoall`'s buffers (and `MPI_Ialltoall`'s): the receive side,
+/// and the send side unless `MPI_IN_PLACE`.
+#[allow(clippy::type_complexity)]
+pub(crate) fn alltoall_sides(
+    send: *const c_void,
+    scount: Count,
+    sdt: c_int,
+    recv: *mut c_void,
+    rcount: Count,
+    rdt: c_int,
+    c: &Comm,
+) -> Result<(Side, Laid, Option<(Side, Laid)>)> {
+    let n = c.size();
+    let rcnt = count_arg(rcount, "recvcount")?;
+    let rs = Side::new(rdt, "recvtype")?;
+    let rlaid = regular(recv, &rs, rcnt, n, "recvbuf", "recvcount")?;
+    let sendside = if is_in_place(send) {
+        None
+    } else {
+        let scnt = count_arg(scount, "sendcount")?;
+        let ss = Side::new(sdt, "sendtype")?;
+        matching(
+            &ss.typed(scnt, "sendcount")?,
+            &rlaid.typed[0],
+            "recvcount×recvtype",
+        )?;
+        let slaid = regular(send, &ss, scnt, n, "sendbuf", "sendcount")?;
+        no_alias(send, recv, slaid.bytes())?;
+        Some((ss, slaid))
+    };
+    Ok((rs, rlaid, sendside))
+}
+
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn alltoall(
     name: &'static str,
@@ -622,24 +655,7 @@ pub unsafe fn alltoall(
     guard(name, Some(comm), || {
         crate::cuda::refuse_device(name, &[send, recv as *const c_void])?;
         let c = comm_of(runtime::get()?, comm)?;
-        let n = c.size();
-        let rcnt = count_arg(rcount, "recvcount")?;
-        let rs = Side::new(rdt, "recvtype")?;
-        let rlaid = regular(recv, &rs, rcnt, n, "recvbuf", "recvcount")?;
-        let sendside = if is_in_place(send) {
-            None
-        } else {
-            let scnt = count_arg(scount, "sendcount")?;
-            let ss = Side::new(sdt, "sendtype")?;
-            matching(
-                &ss.typed(scnt, "sendcount")?,
-                &rlaid.typed[0],
-                "recvcount×recvtype",
-            )?;
-            let slaid = regular(send, &ss, scnt, n, "sendbuf", "sendcount")?;
-            no_alias(send, recv, slaid.bytes())?;
-            Some((ss, slaid))
-        };
+        let (rs, rlaid, sendside) = alltoall_sides(send, scount, sdt, recv, rcount, rdt, &c)?;
         let sig = sig(Kind::Alltoall, rlaid.typed[0].sig, BYTE, 0, -1);
         let s = sendside.as_ref().map(|(ss, l)| (send, ss, l));
         // SAFETY: validated above.

@@ -23,7 +23,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
 use super::coll::{ReduceIo, ReduceScatterIo, RootReduceIo};
-use super::coll2::{laid_out, matching, own_send, read_only, regular, Ints, Side, BYTE};
+use super::coll2::{alltoall_sides, laid_out, own_send, read_only, Ints, Side, BYTE};
 use super::p2p::{
     dest_arg, incoming, outgoing, recv_tag_arg, send_tag_arg, set_status, source_arg, unstage,
     Status, ANY_TAG, STATUS_IGNORE,
@@ -492,24 +492,7 @@ pub unsafe fn ialltoall(
     guard(name, Some(comm), || {
         host_only(&[send, recv as *const c_void])?;
         let c = comm_of(runtime::get()?, comm)?;
-        let n = c.size();
-        let rcnt = count_arg(rcount, "recvcount")?;
-        let rs = Side::new(rdt, "recvtype")?;
-        let rlaid = regular(recv, &rs, rcnt, n, "recvbuf", "recvcount")?;
-        let sendside = if is_in_place(send) {
-            None
-        } else {
-            let scnt = count_arg(scount, "sendcount")?;
-            let ss = Side::new(sdt, "sendtype")?;
-            matching(
-                &ss.typed(scnt, "sendcount")?,
-                &rlaid.typed[0],
-                "recvcount×recvtype",
-            )?;
-            let slaid = regular(send, &ss, scnt, n, "sendbuf", "sendcount")?;
-            no_alias(send, recv, slaid.bytes())?;
-            Some((ss, slaid))
-        };
+        let (rs, rlaid, sendside) = alltoall_sides(send, scount, sdt, recv, rcount, rdt, &c)?;
         req_arg(req)?;
         let s = sig(Kind::Alltoall, rlaid.typed[0].sig, BYTE, 0, -1);
         let rb = rs.v.blocks(recv, &rlaid.items);
