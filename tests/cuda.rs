@@ -121,6 +121,24 @@ fn run(s: &Scratch, exe: &Path, n: usize, args: &[&str], env: &[(&str, &str)]) -
     cmd.output().expect("start hcomm run")
 }
 
+/// [`run`] with `lib` (a directory holding a `libcuda.so.1`) as `LD_LIBRARY_PATH`; asserts
+/// that every rank succeeded and returns stdout and stderr.
+fn run_ok(
+    s: &Scratch,
+    exe: &Path,
+    n: usize,
+    args: &[&str],
+    lib: &Path,
+    env: &[(&str, &str)],
+) -> (String, String) {
+    let mut all = vec![("LD_LIBRARY_PATH", lib.to_str().unwrap())];
+    all.extend_from_slice(env);
+    let o = run(s, exe, n, args, &all);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}\n{err}");
+    (out, err)
+}
+
 fn text(o: &Output) -> (String, String) {
     (
         String::from_utf8_lossy(&o.stdout).into_owned(),
@@ -297,19 +315,14 @@ fn a_rank_that_cannot_map_its_peers_makes_everyone_stage() {
     let s = Scratch::new("noopen");
     let exe = build_prog(&s);
     let fake = fake_driver(&s);
-    let o = run(
+    let (out, err) = run_ok(
         &s,
         &exe,
         3,
         &["device"],
-        &[
-            ("LD_LIBRARY_PATH", fake.to_str().unwrap()),
-            ("FAKECUDA_FAIL_OPEN", "1"),
-            ("HCOMM_DEBUG", "INFO"),
-        ],
+        &fake,
+        &[("FAKECUDA_FAIL_OPEN", "1"), ("HCOMM_DEBUG", "INFO")],
     );
-    let (out, err) = text(&o);
-    assert!(o.status.success(), "{out}\n{err}");
     let ok = ok_lines(&out);
     assert_eq!(ok.len(), 3, "{out}\n{err}");
     // Rank 1 failed its first mapping; from then on the communicator stages, so the others
@@ -373,19 +386,14 @@ fn a_rank_that_cannot_export_anything_makes_everyone_stage() {
     let s = Scratch::new("noipc");
     let exe = build_prog(&s);
     let fake = fake_driver(&s);
-    let o = run(
+    let (out, err) = run_ok(
         &s,
         &exe,
         3,
         &["device"],
-        &[
-            ("LD_LIBRARY_PATH", fake.to_str().unwrap()),
-            ("FAKECUDA_NO_IPC", "1"),
-            ("HCOMM_DEBUG", "INFO"),
-        ],
+        &fake,
+        &[("FAKECUDA_NO_IPC", "1"), ("HCOMM_DEBUG", "INFO")],
     );
-    let (out, err) = text(&o);
-    assert!(o.status.success(), "{out}\n{err}");
     assert_eq!(ok_lines(&out).len(), 3, "{out}\n{err}");
     assert!(err.contains("cannot share its buffer"), "{err}");
 }
@@ -435,18 +443,7 @@ fn a_driver_without_cu_ctx_get_id() {
         "libcuda.so.1",
         &["-DFAKECUDA_NO_CTX_ID"],
     );
-    let o = run(
-        &s,
-        &exe,
-        2,
-        &["device"],
-        &[
-            ("LD_LIBRARY_PATH", dir.to_str().unwrap()),
-            ("HCOMM_DEBUG", "INFO"),
-        ],
-    );
-    let (out, err) = text(&o);
-    assert!(o.status.success(), "{out}\n{err}");
+    let (out, err) = run_ok(&s, &exe, 2, &["device"], &dir, &[("HCOMM_DEBUG", "INFO")]);
     assert_eq!(ok_lines(&out).len(), 2, "{out}\n{err}");
     assert!(err.contains("device buffers supported"), "{err}");
 }
@@ -458,35 +455,25 @@ fn a_thread_without_a_current_context() {
     let s = Scratch::new("noctx");
     let exe = build_prog(&s);
     let fake = fake_driver(&s);
-    let o = run(
+    let (out, err) = run_ok(
         &s,
         &exe,
         2,
         &["device"],
-        &[
-            ("LD_LIBRARY_PATH", fake.to_str().unwrap()),
-            ("FAKECUDA_NEED_CTX", "1"),
-            ("FAKECUDA_NO_USER_CTX", "1"),
-        ],
+        &fake,
+        &[("FAKECUDA_NEED_CTX", "1"), ("FAKECUDA_NO_USER_CTX", "1")],
     );
-    let (out, err) = text(&o);
-    assert!(o.status.success(), "{out}\n{err}");
     assert_eq!(ok_lines(&out).len(), 2, "{out}\n{err}");
     // With no primary context active (nothing allocated), host buffers are host memory
     // without creating one.
-    let o = run(
+    let (out, err) = run_ok(
         &s,
         &exe,
         2,
         &["loaded"],
-        &[
-            ("LD_LIBRARY_PATH", fake.to_str().unwrap()),
-            ("FAKECUDA_NEED_CTX", "1"),
-            ("FAKECUDA_NO_USER_CTX", "1"),
-        ],
+        &fake,
+        &[("FAKECUDA_NEED_CTX", "1"), ("FAKECUDA_NO_USER_CTX", "1")],
     );
-    let (out, err) = text(&o);
-    assert!(o.status.success(), "{out}\n{err}");
     assert_eq!(out.matches("MPIX_Query_cuda_support=1").count(), 2, "{out}");
     assert_eq!(out.matches("primary retains 0").count(), 2, "{out}\n{err}");
 }
@@ -496,18 +483,7 @@ fn cuda_arriving_after_the_first_collective() {
     let s = Scratch::new("late");
     let exe = build_prog(&s);
     let fake = fake_driver(&s);
-    let o = run(
-        &s,
-        &exe,
-        2,
-        &["late"],
-        &[
-            ("LD_LIBRARY_PATH", fake.to_str().unwrap()),
-            ("HCOMM_DEBUG", "INFO"),
-        ],
-    );
-    let (out, err) = text(&o);
-    assert!(o.status.success(), "{out}\n{err}");
+    let (out, err) = run_ok(&s, &exe, 2, &["late"], &fake, &[("HCOMM_DEBUG", "INFO")]);
     assert_eq!(ok_lines(&out).len(), 2, "{out}\n{err}");
     // The world agreed "not CUDA-aware" at its calls 1 and 2 (before rank 1 loaded CUDA);
     // the re-agreement at call 4 (the device allreduce) finds rank 1 CUDA-active, on both
