@@ -12,7 +12,8 @@ use std::time::Duration;
 use parking_lot::{Mutex, RwLock};
 
 use crate::abi::handles;
-use crate::bootstrap::{contract, host_identity, Bootstrap, Launch};
+pub use crate::bootstrap::Exchange;
+use crate::bootstrap::{contract, host_identity, Bootstrap};
 use crate::comm::{Comm, SELF_ID};
 use crate::endpoint::Endpoint;
 use crate::error::{Class, Error, Result};
@@ -35,7 +36,7 @@ pub struct Runtime {
     main_thread: ThreadId,
     pub host: String,
     /// Kept for the life of the job: closing it early would look like a dead peer later.
-    _bootstrap: Mutex<Option<Bootstrap>>,
+    joined: Mutex<Joined>,
 }
 
 pub fn is_initialized() -> bool {
@@ -119,7 +120,13 @@ pub fn init_over(
             let secret = crate::auth::agree_over(rank, ex)?;
             connect_world(rank, size, None, ex, &host, &secret, false)?
         };
-        Ok(assemble(Arc::new(ep), required, errhandler, host, None))
+        Ok(assemble(
+            Arc::new(ep),
+            required,
+            errhandler,
+            host,
+            Joined::Nothing,
+        ))
     })();
     match res {
         Ok(rt) => {
@@ -142,19 +149,23 @@ pub fn finalize() -> Result<()> {
     // Peers that pass this barrier exit: their ends are not failures (crate::health).
     rt.world.ep.set_finalizing();
     crate::coll::barrier(&rt.world).map_err(|e| e.context("barrier in MPI_Finalize"))?;
+    if let Joined::Pm(ex) = &mut *rt.joined.lock() {
+        ex.pm().finalize();
+    }
     STATE.store(FINALIZED, Ordering::Release);
     Ok(())
 }
 
 fn build(required: i32) -> Result<Runtime> {
+    use crate::bootstrap::pm::{self, Started};
     let host = host_identity();
-    let (ep, bootstrap) = match Launch::from_env()? {
-        None => (Arc::new(Endpoint::singleton()), None),
-        Some(l) if l.size == 1 => {
+    let (ep, joined) = match pm::detect()? {
+        Started::Singleton => (Arc::new(Endpoint::singleton()), Joined::Nothing),
+        Started::Hcomm(l) if l.size == 1 => {
             crate::log::set_rank(0);
-            (Arc::new(Endpoint::singleton()), None)
+            (Arc::new(Endpoint::singleton()), Joined::Nothing)
         }
-        Some(l) => {
+        Started::Hcomm(l) => {
             crate::log::set_rank(l.rank);
             // A bad setting fails here, not after the rendezvous has waited for everyone.
             crate::transport::tcp::Mode::from_env()?;
@@ -170,7 +181,29 @@ fn build(required: i32) -> Result<Runtime> {
                 &l.secret,
                 l.loopback_only(),
             )?;
-            (Arc::new(ep), Some(b))
+            (Arc::new(ep), Joined::Star(b))
+        }
+        Started::Pm(mut ex) => {
+            let (rank, size) = (ex.rank(), ex.size());
+            crate::log::set_rank(rank);
+            let name = ex.pm().name();
+            crate::info!(
+                "joined {name}: rank {rank} of {size}, job {}",
+                ex.pm().job_name()
+            );
+            let ep = if size == 1 {
+                Endpoint::singleton()
+            } else {
+                crate::transport::tcp::Mode::from_env()?;
+                // The manager's key-value space is the job's own channel, as the host MPI's
+                // is in preload mode: rank 0's secret travels through it.
+                let secret = crate::auth::agree_over(rank, &mut ex)
+                    .map_err(|e| e.context(format!("joining {name}")))?;
+                let job = pm_job_id(ex.pm().job_name());
+                connect_world(rank, size, Some(job), &mut ex, &host, &secret, false)
+                    .map_err(|e| e.context(format!("world setup over {name}")))?
+            };
+            (Arc::new(ep), Joined::Pm(ex))
         }
     };
     Ok(assemble(
@@ -178,8 +211,26 @@ fn build(required: i32) -> Result<Runtime> {
         required,
         handles::ERRORS_ARE_FATAL,
         host,
-        bootstrap,
+        joined,
     ))
+}
+
+/// A job id for segment names from a process manager's job name (any text): 16 hex digits
+/// of its hash, the same on every rank.
+fn pm_job_id(name: &str) -> String {
+    // FNV-1a: stable across processes and builds, unlike std's RandomState.
+    let h = name.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
+    });
+    format!("{h:016x}")
+}
+
+/// What keeps this process joined to its job: closing it early would look like a dead peer
+/// (the TCP star) or a failed task (a process manager) to the others.
+enum Joined {
+    Nothing,
+    Star(#[allow(dead_code)] Bootstrap),
+    Pm(crate::bootstrap::pm::PmExchange),
 }
 
 /// The runtime around a connected world endpoint.
@@ -188,7 +239,7 @@ fn assemble(
     required: i32,
     errhandler: i32,
     host: String,
-    bootstrap: Option<Bootstrap>,
+    joined: Joined,
 ) -> Runtime {
     let thread_level = required.clamp(handles::THREAD_SINGLE, handles::THREAD_MULTIPLE);
     let rank = ep.rank;
@@ -209,25 +260,7 @@ fn assemble(
         thread_level,
         main_thread: std::thread::current().id(),
         host,
-        _bootstrap: Mutex::new(bootstrap),
-    }
-}
-
-/// The collective exchange the world setup needs: an allgather of small address blobs and a
-/// barrier. hcomm's own [`Bootstrap`] provides it standalone; the preload interposer provides
-/// it over the host MPI's world.
-pub trait Exchange {
-    /// Every rank contributes `blob`; every rank gets all blobs in rank order.
-    fn allgather(&mut self, blob: &[u8]) -> Result<Vec<Vec<u8>>>;
-    fn barrier(&mut self) -> Result<()>;
-}
-
-impl Exchange for Bootstrap {
-    fn allgather(&mut self, blob: &[u8]) -> Result<Vec<Vec<u8>>> {
-        Bootstrap::allgather(self, blob)
-    }
-    fn barrier(&mut self) -> Result<()> {
-        Bootstrap::barrier(self)
+        joined: Mutex::new(joined),
     }
 }
 

@@ -16,11 +16,32 @@
 pub mod contract;
 pub mod file;
 pub mod net;
+pub mod pm;
+pub mod pmi;
+pub mod pmix;
 pub(crate) mod tcp;
 
 pub use tcp::Bootstrap;
 
 use crate::error::{Class, Error, Result};
+
+/// The collective exchange the world setup needs: an allgather of small address blobs and a
+/// barrier. hcomm's own [`Bootstrap`] provides it standalone; the preload interposer provides
+/// it over the host MPI's world.
+pub trait Exchange {
+    /// Every rank contributes `blob`; every rank gets all blobs in rank order.
+    fn allgather(&mut self, blob: &[u8]) -> Result<Vec<Vec<u8>>>;
+    fn barrier(&mut self) -> Result<()>;
+}
+
+impl Exchange for Bootstrap {
+    fn allgather(&mut self, blob: &[u8]) -> Result<Vec<Vec<u8>>> {
+        Bootstrap::allgather(self, blob)
+    }
+    fn barrier(&mut self) -> Result<()> {
+        Bootstrap::barrier(self)
+    }
+}
 
 /// What a launcher told this process.
 #[derive(Clone, Debug)]
