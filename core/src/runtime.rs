@@ -158,7 +158,7 @@ pub fn finalize() -> Result<()> {
 
 fn build(required: i32) -> Result<Runtime> {
     use crate::bootstrap::pm::{self, Started};
-    let host = host_identity();
+    let mut host = host_identity();
     let (ep, joined) = match pm::detect()? {
         Started::Singleton => (Arc::new(Endpoint::singleton()), Joined::Nothing),
         Started::Hcomm(l) if l.size == 1 => {
@@ -191,6 +191,11 @@ fn build(required: i32) -> Result<Runtime> {
                 "joined {name}: rank {rank} of {size}, job {}",
                 ex.pm().job_name()
             );
+            // The launcher's node ids refine host identity: ranks share memory only where
+            // both say they share a host.
+            if let Some(nodes) = ex.pm().nodes().filter(|n| n.len() == size) {
+                host = format!("{host}/node{}", nodes[rank]);
+            }
             let ep = if size == 1 {
                 Endpoint::singleton()
             } else {
