@@ -63,6 +63,11 @@ pub fn set_rank(rank: usize) {
     RANK.store(rank as i32, Ordering::Relaxed);
 }
 
+/// This process's world rank once the launcher told it (before `MPI_Init` completes too).
+pub fn rank() -> Option<usize> {
+    usize::try_from(RANK.load(Ordering::Relaxed)).ok()
+}
+
 pub fn hostname() -> String {
     let mut buf = [0u8; 256];
     // SAFETY: buf is writable for its full length; gethostname NUL-terminates on success

@@ -60,7 +60,12 @@ pub(crate) fn raise(name: &str, comm: Option<i32>, code: c_int, text: &str) -> c
             )
         }
         // Before init / after finalize there is no handler to consult: MPI says fatal.
-        Err(_) => (handles::ERRORS_ARE_FATAL, handles::COMM_WORLD, "?".into()),
+        // The launcher may have told the rank already (an MPI_Init that failed part way).
+        Err(_) => (
+            handles::ERRORS_ARE_FATAL,
+            handles::COMM_WORLD,
+            crate::log::rank().map_or_else(|| "?".into(), |r| r.to_string()),
+        ),
     };
     if handler == handles::ERRORS_RETURN {
         crate::info!("{name} returns {code}: {text}");
