@@ -45,6 +45,8 @@ pub struct Comm {
     /// Collectives that asked `cuda` while it said "not CUDA-aware" (the same count on every
     /// member: it schedules the re-agreements, see `crate::cuda::path`).
     pub(crate) cuda_calls: std::sync::atomic::AtomicU32,
+    /// Which members share a host ([`crate::topology`]), derived on first use.
+    topo: std::sync::OnceLock<crate::topology::Topology>,
 }
 
 /// splitmix64: a cheap, well-mixed 64-bit hash step.
@@ -99,6 +101,7 @@ impl Comm {
             name: Mutex::new(default_name(id).to_string()),
             cuda: AtomicU8::new(0),
             cuda_calls: std::sync::atomic::AtomicU32::new(0),
+            topo: std::sync::OnceLock::new(),
         }
     }
 
@@ -113,6 +116,14 @@ impl Comm {
             end -= 1;
         }
         *self.name.lock() = name[..end].to_string();
+    }
+
+    /// Which members share a host: the same on every member (derived from the world's
+    /// address exchange), computed once per communicator.
+    pub fn topology(&self) -> &crate::topology::Topology {
+        self.topo.get_or_init(|| {
+            crate::topology::Topology::new(self.size(), |r| self.ep.host_index(self.world[r]))
+        })
     }
 
     /// This process's world rank.

@@ -120,6 +120,9 @@ pub struct Endpoint {
     pub spin: std::time::Duration,
     /// Per world rank: host, pid and how its liveness is watched (empty: nothing known).
     peers: Vec<PeerMeta>,
+    /// World rank → index of its host (ranks with equal indices share a host identity),
+    /// numbered in order of each host's lowest world rank; empty on a singleton.
+    hosts: Vec<usize>,
     notices: Notices,
     /// In `MPI_Finalize`: peers may leave cleanly, only those waited for are watched.
     finalizing: AtomicBool,
@@ -136,6 +139,7 @@ impl Endpoint {
             bell: BellHome::local(),
             spin: std::time::Duration::ZERO,
             peers: Vec::new(),
+            hosts: Vec::new(),
             notices: Notices::default(),
             finalizing: AtomicBool::new(false),
         }
@@ -158,6 +162,7 @@ impl Endpoint {
             bell,
             spin,
             peers: Vec::new(),
+            hosts: Vec::new(),
             notices: Notices::default(),
             finalizing: AtomicBool::new(false),
         }
@@ -166,6 +171,16 @@ impl Endpoint {
     /// What is known about each world rank (host, pid, liveness watch), in rank order.
     pub fn set_peers(&mut self, peers: Vec<PeerMeta>) {
         self.peers = peers;
+    }
+
+    /// Records each world rank's host index (see `hosts`).
+    pub fn set_hosts(&mut self, hosts: Vec<usize>) {
+        self.hosts = hosts;
+    }
+
+    /// The host index of world rank `rank` (0 when unknown: one host).
+    pub fn host_index(&self, rank: usize) -> usize {
+        self.hosts.get(rank).copied().unwrap_or(0)
     }
 
     /// `rank R (host H, pid P)` for messages.

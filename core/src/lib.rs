@@ -28,6 +28,7 @@ pub mod reduce;
 pub mod request;
 pub mod runtime;
 pub mod stats;
+pub mod topology;
 pub mod transport;
 pub mod typemap;
 pub mod wait;

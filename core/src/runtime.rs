@@ -467,6 +467,19 @@ fn connect_world(
     let local_index = peers[..me].iter().filter(|p| p.host == host).count();
     crate::wait::bind_rank(local_index, local, threads);
     let mut ep = Endpoint::new(me, links, bell, spin);
+    let mut seen: Vec<&str> = Vec::new();
+    ep.set_hosts(
+        peers
+            .iter()
+            .map(|p| match seen.iter().position(|h| *h == p.host) {
+                Some(i) => i,
+                None => {
+                    seen.push(&p.host);
+                    seen.len() - 1
+                }
+            })
+            .collect(),
+    );
     // Liveness: peers on this host are watched through their pids (see crate::health).
     ep.set_peers(
         peers

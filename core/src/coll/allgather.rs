@@ -104,13 +104,13 @@ fn build_allgather_as<'c>(
         Algo::Ring => {
             // Blocks of `count` elements each, back to back.
             let blocks: Vec<(usize, usize)> = even_blocks(count * n, n);
-            let ring = Ring {
-                blocks: &blocks,
-                extent: dt.extent,
-                chunk_elems: chunk_elems(dt.extent, count, fragment(comm)?),
-                rank: r,
+            let ring = Ring::flat(
+                &blocks,
+                dt.extent,
+                chunk_elems(dt.extent, count, fragment(comm)?),
+                r,
                 n,
-            };
+            );
             ring.allgather(&mut s, recv, r, None, &[], 0);
         }
         _ => {

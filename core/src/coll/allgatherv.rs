@@ -62,13 +62,7 @@ pub fn build_allgatherv<'c>(
         Algo::Ring => {
             let (base, blocks) = relative_blocks(recv);
             let biggest = recv.iter().map(|b| b.1).max().unwrap_or(0);
-            let ring = Ring {
-                blocks: &blocks,
-                extent: 1,
-                chunk_elems: chunk_elems(1, biggest, fragment(comm)?),
-                rank: r,
-                n,
-            };
+            let ring = Ring::flat(&blocks, 1, chunk_elems(1, biggest, fragment(comm)?), r, n);
             ring.allgather(&mut s, base, r, None, &[], 0);
         }
         _ => {

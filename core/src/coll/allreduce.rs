@@ -8,8 +8,9 @@
 //! hence identical bits, everywhere.
 
 use super::direct;
+use super::hier;
 use super::ring::Ring;
-use super::select::{choose, Algo};
+use super::select::{choose, forced_levels, Algo};
 use super::{chunk_elems, even_blocks, scratch, tag, Reduction};
 use crate::comm::Comm;
 use crate::datatype::Datatype;
@@ -28,7 +29,10 @@ pub fn allreduce(
     sig: Signature,
 ) -> Result<()> {
     let nbytes = count * dt.extent;
-    if comm.size() > 1 && choose_algo(red, nbytes) == Algo::OneShot && direct::fits(comm, nbytes) {
+    if comm.size() > 1
+        && choose_algo(comm, red, nbytes) == Algo::OneShot
+        && direct::fits(comm, nbytes)
+    {
         // Latency-bound: the allocation-free one-shot (same frames, same fold order).
         let seq = comm.next_seq();
         comm.note_algo(Kind::Allreduce, Algo::OneShot, nbytes);
@@ -37,8 +41,17 @@ pub fn allreduce(
     build_allreduce(comm, send, recv, count, dt, red, sig)?.run()
 }
 
-/// The algorithm for `nbytes` with `red` on more than one rank.
-fn choose_algo(red: Reduction, nbytes: usize) -> Algo {
+/// The algorithm for `nbytes` with `red` on more than one rank. Across hosts, large messages
+/// take two levels ([`hier`]) where every host has as many ranks (`HCOMM_ALGO` may force
+/// `hier` or `flat`); on one host nothing changes.
+fn choose_algo(comm: &Comm, red: Reduction, nbytes: usize) -> Algo {
+    if red.commutative() && comm.topology().spans_hosts() {
+        let two = forced_levels("allreduce")
+            .unwrap_or(nbytes > crate::param::small_bytes().unwrap_or(16 << 10));
+        if two && hier::fits(comm.topology()) {
+            return Algo::Hier;
+        }
+    }
     if red.commutative() {
         choose(
             "allreduce",
@@ -71,23 +84,33 @@ pub fn build_allreduce<'c>(
         copy_if_needed(send, recv, nbytes);
         return Ok(Schedule::new(comm.ctx(sig, seq, dt.extent)));
     }
-    let algo = choose_algo(red, nbytes);
+    let algo = choose_algo(comm, red, nbytes);
     comm.note_algo(Kind::Allreduce, algo, nbytes);
     let mut s = Schedule::new(comm.ctx(sig, seq, dt.extent));
     let in_place = std::ptr::eq(send, recv);
     match algo {
         Algo::Ring => {
             let blocks = even_blocks(count, n);
-            let ring = Ring {
-                blocks: &blocks,
-                extent: dt.extent,
-                chunk_elems: chunk_elems(dt.extent, blocks[0].1, fragment(comm)?),
-                rank: r,
+            let ring = Ring::flat(
+                &blocks,
+                dt.extent,
+                chunk_elems(dt.extent, blocks[0].1, fragment(comm)?),
+                r,
                 n,
-            };
+            );
             let fin = ring.reduce_scatter(&mut s, red, send, recv, 0, 0);
             ring.allgather(&mut s, recv, (r + 1) % n, None, &fin, n);
         }
+        Algo::Hier => hier::allreduce(
+            &mut s,
+            comm,
+            comm.topology(),
+            send,
+            recv,
+            count,
+            dt.extent,
+            red,
+        )?,
         _ => {
             // In place, the output is the input: keep a copy to send and fold from.
             let mine = if in_place {

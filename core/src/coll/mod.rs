@@ -18,6 +18,7 @@ mod barrier;
 mod bcast;
 mod direct;
 mod gather;
+mod hier;
 mod reduce;
 mod reduce_scatter;
 mod ring;

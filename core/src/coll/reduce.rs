@@ -77,13 +77,13 @@ pub fn build_reduce<'c>(
                 keep.as_mut_ptr()
             };
             let blocks = even_blocks(count, n);
-            let ring = Ring {
-                blocks: &blocks,
-                extent: dt.extent,
-                chunk_elems: chunk_elems(dt.extent, blocks[0].1, fragment(comm)?),
-                rank: r,
+            let ring = Ring::flat(
+                &blocks,
+                dt.extent,
+                chunk_elems(dt.extent, blocks[0].1, fragment(comm)?),
+                r,
                 n,
-            };
+            );
             let fin = ring.reduce_scatter(&mut s, red, send, work, 0, 0);
             let ce = ring.chunk_elems;
             if is_root {

@@ -70,13 +70,13 @@ pub fn build_reduce_scatter<'c>(
         Algo::Ring => {
             work = scratch(total * ext);
             let maxblk = counts.iter().copied().max().unwrap_or(0);
-            let ring = Ring {
-                blocks: &blocks,
-                extent: ext,
-                chunk_elems: chunk_elems(ext, maxblk, fragment(comm)?),
-                rank: r,
+            let ring = Ring::flat(
+                &blocks,
+                ext,
+                chunk_elems(ext, maxblk, fragment(comm)?),
+                r,
                 n,
-            };
+            );
             ring.reduce_scatter(&mut s, red, send, work.as_mut_ptr(), n - 1, 0);
             // Last: in place, the output overlaps input blocks other steps still read.
             let mine = work.as_ptr().wrapping_add(my_off * ext);

@@ -16,17 +16,48 @@ pub struct Ring<'b> {
     pub blocks: &'b [(usize, usize)],
     pub extent: usize,
     pub chunk_elems: usize,
+    /// This rank's position in the ring.
     pub rank: usize,
     pub n: usize,
+    /// Ring position → comm rank; `None`: position = comm rank (the whole communicator).
+    /// A ring over some members (one host's ranks, or one rank per host) is a stage of a
+    /// two-level algorithm.
+    pub peers: Option<&'b [usize]>,
+    /// Every receive, and the first step's sends, wait for this task: an earlier stage of
+    /// the same schedule that produces the ring's input.
+    pub after: Option<TaskId>,
 }
 
-impl Ring<'_> {
+impl<'b> Ring<'b> {
+    /// A ring over the whole communicator, starting at once.
+    pub fn flat(
+        blocks: &'b [(usize, usize)],
+        extent: usize,
+        chunk_elems: usize,
+        rank: usize,
+        n: usize,
+    ) -> Ring<'b> {
+        Ring {
+            blocks,
+            extent,
+            chunk_elems,
+            rank,
+            n,
+            peers: None,
+            after: None,
+        }
+    }
+
+    fn member(&self, pos: usize) -> usize {
+        self.peers.map_or(pos, |p| p[pos])
+    }
+
     fn right(&self) -> usize {
-        (self.rank + 1) % self.n
+        self.member((self.rank + 1) % self.n)
     }
 
     fn left(&self) -> usize {
-        (self.rank + self.n - 1) % self.n
+        self.member((self.rank + self.n - 1) % self.n)
     }
 
     fn at(&self, buf: *const u8, block: usize, chunk_off: usize) -> *const u8 {
@@ -53,7 +84,7 @@ impl Ring<'_> {
             let rb = (r + shift + 2 * n - st - 1) % n;
             for (c, (off, cnt)) in chunks(self.blocks[sb].1, self.chunk_elems).enumerate() {
                 let (src, dep) = if st == 0 {
-                    (self.at(input, sb, off), None)
+                    (self.at(input, sb, off), self.after)
                 } else {
                     (self.at(work, sb, off), Some(prev[c]))
                 };
@@ -78,7 +109,7 @@ impl Ring<'_> {
                     dst,
                     cnt * self.extent,
                     fold,
-                    &[],
+                    &[self.after],
                 ));
             }
             prev = cur;
@@ -89,6 +120,7 @@ impl Ring<'_> {
     /// Allgather in `buf`: rank r starts owning block `own` (ready once `ready[c]` completes for
     /// each of its chunks, or at once if `ready` is empty; at step 0 it is read from `own_src`
     /// when given) and ends with every block. Steps use tags `tag_step .. tag_step+n-1`.
+    /// Returns every receive (all of them complete: every block is in `buf`).
     pub fn allgather(
         &self,
         s: &mut Schedule<'_>,
@@ -97,8 +129,9 @@ impl Ring<'_> {
         own_src: Option<*const u8>,
         ready: &[TaskId],
         tag_step: usize,
-    ) {
+    ) -> Vec<TaskId> {
         let n = self.n;
+        let mut all = Vec::new();
         let mut prev: Vec<TaskId> = Vec::new();
         for st in 0..n - 1 {
             let sb = (own + n - st % n) % n;
@@ -109,7 +142,7 @@ impl Ring<'_> {
                         Some(p) => p.wrapping_add(off * self.extent),
                         None => self.at(buf, sb, off),
                     };
-                    (src, ready.get(c).copied())
+                    (src, ready.get(c).copied().or(self.after))
                 } else {
                     (self.at(buf, sb, off), Some(prev[c]))
                 };
@@ -130,10 +163,12 @@ impl Ring<'_> {
                     dst,
                     cnt * self.extent,
                     Fold::Copy,
-                    &[],
+                    &[self.after],
                 ));
             }
+            all.extend_from_slice(&cur);
             prev = cur;
         }
+        all
     }
 }

@@ -17,6 +17,10 @@ pub enum Algo {
     Dissemination,
     /// One rank: only a local copy.
     Local,
+    /// Two levels: within each host, then across hosts, then within again (`coll/hier.rs`).
+    Hier,
+    /// Only in `HCOMM_ALGO`: the one-level algorithms even across hosts.
+    Flat,
 }
 
 impl Algo {
@@ -26,6 +30,8 @@ impl Algo {
             "oneshot" | "one-shot" | "direct" => Algo::OneShot,
             "tree" | "binomial" => Algo::Tree,
             "pipeline" | "chain" => Algo::Pipeline,
+            "hier" | "hierarchical" | "twolevel" | "two-level" => Algo::Hier,
+            "flat" => Algo::Flat,
             _ => return None,
         })
     }
@@ -47,7 +53,7 @@ fn forced_table() -> &'static [(Option<String>, Algo)] {
             match Algo::parse(name) {
                 Some(a) => out.push((coll, a)),
                 None => crate::warn!(
-                    "HCOMM_ALGO: unknown algorithm {name:?} (ring, oneshot, tree, pipeline)"
+                    "HCOMM_ALGO: unknown algorithm {name:?} (ring, oneshot, tree, pipeline, hier, flat)"
                 ),
             }
         }
@@ -68,6 +74,16 @@ pub fn choose(coll: &str, bytes: usize, available: &[Algo], small: Algo, large: 
     } else {
         large
     }
+}
+
+/// What `HCOMM_ALGO` says about two levels for collective `coll`: `Some(true)` for `hier`,
+/// `Some(false)` for `flat` or any one-level algorithm forced for it, `None` when it says
+/// nothing (then the topology and size decide).
+pub fn forced_levels(coll: &str) -> Option<bool> {
+    forced_table()
+        .iter()
+        .find(|(c, _)| c.as_deref().is_none_or(|c| c == coll))
+        .map(|(_, a)| *a == Algo::Hier)
 }
 
 /// Pipeline chunk in elements for a block of `block_elems` elements: `HCOMM_CHUNK_SIZE` or the

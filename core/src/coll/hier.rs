@@ -1,0 +1,116 @@
+//! Two-level (host-aware) algorithms, for communicators that span hosts: within a host memory
+//! is ~100× the network link, so only the data that must cross hosts does, once per host.
+//!
+//! Allreduce of S bytes over H hosts with L ranks each (every host the same L; ranks may be
+//! numbered in any order over the hosts):
+//! 1. intra-host ring reduce-scatter over the L local ranks: local rank i ends holding block
+//!    (i+1) mod L of S/L bytes, reduced over its host;
+//! 2. L inter-host ring allreduces in parallel, one per local index, each over the H ranks with
+//!    that index and on that rank's block only — every local rank and socket shares the link;
+//! 3. intra-host ring allgather of the L blocks.
+//!
+//! Per host link (each direction): 2(H−1)/H · S bytes, against about 2(n−1)/n · S · (L when the
+//! flat ring crosses hosts at every hop) for a flat ring over ranks laid round-robin, and
+//! 2(n−1)/n · S per crossing for ranks laid host by host. Each element is still combined in one
+//! fixed order that depends only on the topology (host sums in local ring order, then the
+//! inter-host ring order), so every rank gets the same bits, run after run. Commutative ops
+//! only: the order is not rank order.
+
+use super::ring::Ring;
+use super::{chunk_elems, even_blocks, Reduction};
+use crate::comm::Comm;
+use crate::engine::{Schedule, TaskId};
+use crate::error::Result;
+use crate::topology::Topology;
+
+/// Whether the two-level allreduce applies to this communicator (more than one host, the same
+/// number of ranks on each).
+pub fn fits(t: &Topology) -> bool {
+    t.spans_hosts() && t.is_regular()
+}
+
+/// One task that completes when all of `tasks` have (zero-byte copies, two dependencies
+/// each); `None` when `tasks` is empty.
+fn join(s: &mut Schedule<'_>, tasks: &[TaskId], anchor: *mut u8) -> Option<TaskId> {
+    let mut level = tasks.to_vec();
+    while level.len() > 1 {
+        level = level
+            .chunks(2)
+            .map(|c| s.copy(anchor, anchor, 0, &[Some(c[0]), c.get(1).copied()]))
+            .collect();
+    }
+    level.first().copied()
+}
+
+/// Adds the two-level allreduce of `count` elements from `send` into `recv` (equal pointers:
+/// in place) to `s`.
+#[allow(clippy::too_many_arguments)]
+pub fn allreduce(
+    s: &mut Schedule<'_>,
+    comm: &Comm,
+    t: &Topology,
+    send: *const u8,
+    recv: *mut u8,
+    count: usize,
+    extent: usize,
+    red: Reduction,
+) -> Result<()> {
+    let r = comm.rank;
+    let local = t.local(r);
+    let cross = t.cross(r);
+    let (l, h) = (local.len(), cross.len());
+    let (p, q) = (t.place[r].1, t.place[r].0);
+    let fragment = |peer: usize| comm.ep.max_payload(comm.world[peer]);
+
+    // 1. Host reduce-scatter: local rank p ends with block (p+1) mod l.
+    let lblocks = even_blocks(count, l);
+    // One rank on the host: no local stage (and no link to itself to size chunks by).
+    let local_ce = match l {
+        1 => 1,
+        _ => chunk_elems(extent, lblocks[0].1, fragment(local[(p + 1) % l])?),
+    };
+    let local_ring = |after| Ring {
+        blocks: &lblocks,
+        extent,
+        chunk_elems: local_ce,
+        rank: p,
+        n: l,
+        peers: Some(local),
+        after,
+    };
+    let host_done = if l > 1 {
+        let fin = local_ring(None).reduce_scatter(s, red, send, recv, 0, 0);
+        join(s, &fin, recv)
+    } else if !std::ptr::eq(send, recv) {
+        Some(s.copy(recv, send, count * extent, &[]))
+    } else {
+        None
+    };
+    let mine = if l > 1 { (p + 1) % l } else { 0 };
+
+    // 2. Inter-host allreduce of that block over the ranks with local index p, in place.
+    let (boff, bcount) = lblocks[mine];
+    let hblocks: Vec<(usize, usize)> = even_blocks(bcount, h)
+        .into_iter()
+        .map(|(o, c)| (boff + o, c))
+        .collect();
+    let cross_ring = Ring {
+        blocks: &hblocks,
+        extent,
+        chunk_elems: chunk_elems(extent, hblocks[0].1, fragment(cross[(q + 1) % h])?),
+        rank: q,
+        n: h,
+        peers: Some(&cross),
+        after: host_done,
+    };
+    let fin = cross_ring.reduce_scatter(s, red, recv, recv, 0, l);
+    let mut got = cross_ring.allgather(s, recv, (q + 1) % h, None, &fin, l + h);
+    got.extend_from_slice(&fin);
+
+    // 3. Host allgather of the finished blocks.
+    if l > 1 {
+        let ready = join(s, &got, recv);
+        local_ring(ready).allgather(s, recv, mine, None, &[], l + 2 * h);
+    }
+    Ok(())
+}

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# scripts/host-layouts-test.sh - collectives on communicators that span "hosts", every layout.
+#
+# Each rank runs in its own UTS namespace (`unshare --uts`) with the hostname of its "host",
+# given by a layout such as 0,0,1,1 (rank -> host). Host identity (hostname + boot id) then
+# differs between hosts and matches within one, so ranks of one host share memory and ranks
+# of different hosts talk TCP (over loopback: what is tested here is the algorithms across
+# hosts, not the network; scripts/multihost-test.sh puts hosts in network namespaces).
+#
+# Layouts: 2x1, 2x2 (blocked and round-robin), 2x3, 3x2, and uneven 3+1 (two-level
+# algorithms must not apply there, results must still be exact). Programs: tests/c/coll_check.c
+# (every collective, type, op, in place or not, exact expected values, on the world and on
+# split communicators — some span one host, some several) and compat-tests/nb_coll.c
+# (nonblocking collectives), each with HCOMM_ALGO unset, =allreduce:hier (two levels even for
+# small messages) and =allreduce:flat; the INFO log must show the two-level allreduce exactly
+# where the layout allows it. Also the soak program (random collectives, results checked)
+# on 2x2. Needs root for unshare; elsewhere prints SKIP and exits 0.
+#
+# Usage: scripts/host-layouts-test.sh   (env BUILD=dir with libhcomm.so and hcomm; TIMEOUT)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+BUILD=${BUILD:-$ROOT/target/release}
+TIMEOUT=${TIMEOUT:-180}
+WORK=$(mktemp -d /tmp/hcomm-layouts.XXXXXX)
+trap 'rm -rf "$WORK"' EXIT
+
+if [ "$(id -u)" -ne 0 ] || ! unshare --uts true 2>/dev/null; then
+    echo "SKIP: host-layouts-test needs root (unshare --uts)"
+    exit 0
+fi
+
+cat > "$WORK/fakehost.sh" <<'EOS'
+#!/bin/bash
+# Runs "$@" as a rank of host h<k>, k = this rank's entry of HOSTMAP.
+IFS=, read -ra map <<< "$HOSTMAP"
+exec unshare --uts sh -c "hostname h${map[$HCOMM_RANK]}; exec \"\$@\"" sh "$@"
+EOS
+chmod +x "$WORK/fakehost.sh"
+
+cc_hcomm() { cc -O2 -I include "$1" -L "$BUILD" -lhcomm -Wl,-rpath,"$BUILD" -lpthread -lm -o "$2"; }
+cc_hcomm tests/c/coll_check.c "$WORK/coll_check"
+cc_hcomm compat-tests/nb_coll.c "$WORK/nb_coll"
+cc_hcomm tests/soak/soak.c "$WORK/soak"
+
+pass=0 fail=0
+check() { # name, expect-hier(1/0/-), layout, cmd...
+    local name=$1 want=$2 layout=$3; shift 3
+    local n; n=$(tr ',' '\n' <<< "$layout" | wc -l)
+    local out="$WORK/out" rc=0
+    HOSTMAP=$layout HCOMM_DEBUG=INFO timeout "$TIMEOUT" "$BUILD/hcomm" run -n "$n" "$WORK/fakehost.sh" "$@" >"$out" 2>&1 || rc=$?
+    local hier; hier=$(grep -c "MPI_Allreduce on comm 0 (size $n): algorithm Hier" "$out" || true)
+    local why=""
+    [ "$rc" -eq 0 ] || why="exit $rc"
+    grep -q "^FAIL" "$out" && why="$why FAIL lines"
+    grep -qiE "fatal error|panick" "$out" && why="$why error"
+    if [ "$want" = 1 ] && [ "$hier" -ne "$n" ]; then why="$why two-level allreduce on $hier of $n ranks (want all)"; fi
+    if [ "$want" = 0 ] && [ "$hier" -ne 0 ]; then why="$why two-level allreduce used ($hier ranks)"; fi
+    if [ -z "$why" ]; then
+        pass=$((pass + 1)); echo "PASS $name [$layout] ${HCOMM_ALGO:-default}"
+    else
+        fail=$((fail + 1)); echo "FAIL $name [$layout] ${HCOMM_ALGO:-default}:$why"; grep -E "^FAIL|error" "$out" | head -5
+    fi
+}
+
+for layout in 0,1 0,0,1,1 0,1,0,1 0,0,0,1,1,1 0,0,1,1,2,2 0,0,0,1; do
+    regular=1
+    [ "$layout" = 0,0,0,1 ] && regular=0
+    unset HCOMM_ALGO
+    check coll_check "$regular" "$layout" "$WORK/coll_check"
+    check nb_coll - "$layout" "$WORK/nb_coll"
+    HCOMM_ALGO=allreduce:hier check coll_check "$regular" "$layout" "$WORK/coll_check"
+    HCOMM_ALGO=allreduce:flat check coll_check 0 "$layout" "$WORK/coll_check"
+done
+unset HCOMM_ALGO
+check soak - 0,1,0,1 "$WORK/soak" --iters 1500 --seed 7
+
+left=$(ls /dev/shm 2>/dev/null | grep '^hcomm-' || true)
+if [ -n "$left" ]; then fail=$((fail + 1)); echo "FAIL: left in /dev/shm: $left"; fi
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
