@@ -5,8 +5,9 @@
 //! Small messages: one-shot — every rank sends its block straight to every other rank.
 
 use super::allreduce::{copy_if_needed, fragment};
+use super::hier;
 use super::ring::Ring;
-use super::select::{choose, Algo};
+use super::select::{choose, forced_levels, Algo};
 use super::{chunk_elems, even_blocks, tag};
 use crate::comm::Comm;
 use crate::datatype::Datatype;
@@ -90,17 +91,26 @@ fn build_allgather_as<'c>(
         copy_if_needed(send, own, blk);
         return Ok(Schedule::new(comm.ctx(sig, seq, dt.extent)));
     }
-    let algo = choose(
-        "allgather",
-        blk * n,
-        &[Algo::Ring, Algo::OneShot],
-        Algo::OneShot,
-        Algo::Ring,
-    );
+    let two_level = comm.topology().spans_hosts()
+        && hier::fits(comm.topology())
+        && forced_levels("allgather")
+            .unwrap_or(blk * n > crate::param::small_bytes().unwrap_or(16 << 10));
+    let algo = if two_level {
+        Algo::Hier
+    } else {
+        choose(
+            "allgather",
+            blk * n,
+            &[Algo::Ring, Algo::OneShot],
+            Algo::OneShot,
+            Algo::Ring,
+        )
+    };
     comm.note_algo(kind, algo, blk * n);
     let mut s = Schedule::new(comm.ctx(sig, seq, dt.extent));
     copy_if_needed(send, own, blk);
     match algo {
+        Algo::Hier => hier::allgather(&mut s, comm, comm.topology(), recv, count, dt.extent)?,
         Algo::Ring => {
             // Blocks of `count` elements each, back to back.
             let blocks: Vec<(usize, usize)> = even_blocks(count * n, n);

@@ -114,3 +114,75 @@ pub fn allreduce(
     }
     Ok(())
 }
+
+/// Adds the two-level allgather of `count` elements per rank to `s`; every rank's own block
+/// is already in place in `recv` (block of comm rank x at element x·count).
+///
+/// 1. Across hosts: a ring over the ranks with this rank's local index (one per host)
+///    gathers their blocks — each rank receives H−1 blocks over the network, every local
+///    rank on its own sockets, so a host's link carries L(H−1) blocks each way instead of
+///    the flat ring's ≈ n−1 per crossing.
+/// 2. Within the host: one ring per host's set of blocks passes them to the other local
+///    ranks. The ring of this host's own blocks goes first and needs nothing from step 1, so
+///    shared memory and the network work at the same time.
+pub fn allgather(
+    s: &mut Schedule<'_>,
+    comm: &Comm,
+    t: &Topology,
+    recv: *mut u8,
+    count: usize,
+    extent: usize,
+) -> Result<()> {
+    let r = comm.rank;
+    let local = t.local(r);
+    let cross = t.cross(r);
+    let (l, h) = (local.len(), cross.len());
+    let (p, q) = (t.place[r].1, t.place[r].0);
+    let block_of = |x: usize| (x * count, count);
+
+    let local_rings = |s: &mut Schedule<'_>, k: usize, after: Option<TaskId>| -> Result<()> {
+        let blocks: Vec<(usize, usize)> = t.hosts[k].iter().map(|&x| block_of(x)).collect();
+        let ce = chunk_elems(
+            extent,
+            count,
+            comm.ep.max_payload(comm.world[local[(p + 1) % l]])?,
+        );
+        let ring = Ring {
+            blocks: &blocks,
+            extent,
+            chunk_elems: ce,
+            rank: p,
+            n: l,
+            peers: Some(local),
+            after,
+        };
+        // Tags: after the cross ring's h−1 steps, l−1 steps per host's ring.
+        ring.allgather(s, recv, p, None, &[], h + k * l);
+        Ok(())
+    };
+    if l > 1 {
+        local_rings(s, q, None)?;
+    }
+    let cblocks: Vec<(usize, usize)> = cross.iter().map(|&x| block_of(x)).collect();
+    let cross_ring = Ring {
+        blocks: &cblocks,
+        extent,
+        chunk_elems: chunk_elems(
+            extent,
+            count,
+            comm.ep.max_payload(comm.world[cross[(q + 1) % h]])?,
+        ),
+        rank: q,
+        n: h,
+        peers: Some(&cross),
+        after: None,
+    };
+    let got = cross_ring.allgather(s, recv, q, None, &[], 0);
+    if l > 1 {
+        let ready = join(s, &got, recv);
+        for k in (0..h).filter(|&k| k != q) {
+            local_rings(s, k, ready)?;
+        }
+    }
+    Ok(())
+}
