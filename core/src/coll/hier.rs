@@ -186,3 +186,74 @@ pub fn allgather(
     }
     Ok(())
 }
+
+/// Adds the two-level reduce-scatter to `s`: block x (`blocks[x]`, in elements) of the
+/// reduction over all ranks ends in `work` at its own offset on comm rank x. `work` is a
+/// scratch buffer of the whole input's size, distinct from `input`.
+///
+/// 1. Within the host: for each host k, a ring reduce-scatter over the local ranks of the
+///    blocks that belong to host k's ranks; local rank i ends with host k's i-th rank's block
+///    summed over this host — for every k, exactly the blocks of the ranks with local index i.
+/// 2. Across hosts: a ring reduce-scatter over the ranks with this local index finishes each
+///    of those blocks at its owner. A host's link carries (H−1)/H of the data each way, split
+///    over its L ranks.
+#[allow(clippy::too_many_arguments)]
+pub fn reduce_scatter(
+    s: &mut Schedule<'_>,
+    comm: &Comm,
+    t: &Topology,
+    input: *const u8,
+    work: *mut u8,
+    blocks: &[(usize, usize)],
+    extent: usize,
+    red: Reduction,
+) -> Result<()> {
+    let r = comm.rank;
+    let local = t.local(r);
+    let cross = t.cross(r);
+    let (l, h) = (local.len(), cross.len());
+    let (p, q) = (t.place[r].1, t.place[r].0);
+    let biggest = blocks.iter().map(|b| b.1).max().unwrap_or(0);
+
+    let mut host_done = None;
+    if l > 1 {
+        let ce = chunk_elems(
+            extent,
+            biggest,
+            comm.ep.max_payload(comm.world[local[(p + 1) % l]])?,
+        );
+        let mut fin = Vec::new();
+        for k in 0..h {
+            let kblocks: Vec<(usize, usize)> = t.hosts[k].iter().map(|&x| blocks[x]).collect();
+            let ring = Ring {
+                blocks: &kblocks,
+                extent,
+                chunk_elems: ce,
+                rank: p,
+                n: l,
+                peers: Some(local),
+                after: None,
+            };
+            // Shift l−1: local rank p finishes host k's p-th block.
+            fin.extend(ring.reduce_scatter(s, red, input, work, l - 1, k * l));
+        }
+        host_done = join(s, &fin, work);
+    }
+    let cblocks: Vec<(usize, usize)> = cross.iter().map(|&x| blocks[x]).collect();
+    let cross_ring = Ring {
+        blocks: &cblocks,
+        extent,
+        chunk_elems: chunk_elems(
+            extent,
+            biggest,
+            comm.ep.max_payload(comm.world[cross[(q + 1) % h]])?,
+        ),
+        rank: q,
+        n: h,
+        peers: Some(&cross),
+        after: host_done,
+    };
+    let src = if l > 1 { work as *const u8 } else { input };
+    cross_ring.reduce_scatter(s, red, src, work, h - 1, h * l);
+    Ok(())
+}

@@ -8,8 +8,9 @@
 //! pieces in rank order.
 
 use super::allreduce::{copy_if_needed, fragment};
+use super::hier;
 use super::ring::Ring;
-use super::select::{choose, Algo};
+use super::select::{choose, forced_levels, Algo};
 use super::{blocks_from_counts, chunk_elems, scratch, tag, Reduction};
 use crate::comm::Comm;
 use crate::datatype::Datatype;
@@ -51,7 +52,14 @@ pub fn build_reduce_scatter<'c>(
         copy_if_needed(send, recv, my_cnt * ext);
         return Ok(Schedule::new(comm.ctx(sig, seq, ext)));
     }
-    let algo = if red.commutative() {
+    let two_level = red.commutative()
+        && comm.topology().spans_hosts()
+        && hier::fits(comm.topology())
+        && forced_levels("reduce_scatter")
+            .unwrap_or(total * ext > crate::param::small_bytes().unwrap_or(16 << 10));
+    let algo = if two_level {
+        Algo::Hier
+    } else if red.commutative() {
         choose(
             "reduce_scatter",
             total * ext,
@@ -67,6 +75,15 @@ pub fn build_reduce_scatter<'c>(
     let mut s = Schedule::new(comm.ctx(sig, seq, ext));
     let mut work;
     match algo {
+        Algo::Hier => {
+            work = scratch(total * ext);
+            let t = comm.topology();
+            hier::reduce_scatter(&mut s, comm, t, send, work.as_mut_ptr(), &blocks, ext, red)?;
+            let mine = work.as_ptr().wrapping_add(my_off * ext);
+            s.copy_at_end(recv, mine, my_cnt * ext);
+            s.keep(work);
+            Ok(s)
+        }
         Algo::Ring => {
             work = scratch(total * ext);
             let maxblk = counts.iter().copied().max().unwrap_or(0);
