@@ -40,10 +40,15 @@
 #        OUT=build/perf         raw outputs and the metadata
 #        DOC=docs/PERFORMANCE.md SVGDIR=docs/perf   (REPORT=0: leave them alone)
 #        NOTE="..."             a line for the doc (e.g. how loaded the machine was)
+#        HOSTS=2x2              two-host mode: scripts/perf-hosts.sh (namespace hosts, shaped
+#                               links, hcomm vs Open MPI); HOSTS is its LAYOUTS
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
+if [ -n "${HOSTS:-}" ]; then
+    LAYOUTS=$HOSTS exec scripts/perf-hosts.sh
+fi
 case "${1:-}" in
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
     "") ;;
