@@ -11,9 +11,9 @@
 # algorithms must not apply there, results must still be exact). Programs: tests/c/coll_check.c
 # (every collective, type, op, in place or not, exact expected values, on the world and on
 # split communicators — some span one host, some several) and compat-tests/nb_coll.c
-# (nonblocking collectives), each with HCOMM_ALGO unset, =allreduce:hier,allgather:hier,reduce_scatter:hier
-# (two levels even for small messages) and =flat; the INFO log must show the two-level
-# allreduce, allgather and reduce-scatter exactly where the layout allows them. Also the soak program (random collectives, results checked)
+# (nonblocking collectives), each with HCOMM_ALGO unset, =allreduce:hier,...,bcast:hier (two
+# levels even for small messages) and =flat; the INFO log must show the two-level
+# allreduce, allgather, reduce-scatter and reduce exactly where the layout allows them. Also the soak program (random collectives, results checked)
 # on 2x2. Needs root for unshare; elsewhere prints SKIP and exits 0.
 #
 # Usage: scripts/host-layouts-test.sh   (env BUILD=dir with libhcomm.so and hcomm; TIMEOUT)
@@ -50,12 +50,12 @@ check() { # name, expect-hier(1/0/-), layout, cmd...
     local out="$WORK/out" rc=0
     HOSTMAP=$layout HCOMM_DEBUG=INFO timeout "$TIMEOUT" "$BUILD/hcomm" run -n "$n" "$WORK/fakehost.sh" "$@" >"$out" 2>&1 || rc=$?
     # Two-level allreduce and allgather on the world, logged once per rank each.
-    local hier; hier=$(grep -cE "MPI_(Allreduce|Allgather|Reduce_scatter_block) on comm 0 \(size $n\): algorithm Hier" "$out" || true)
+    local hier; hier=$(grep -cE "MPI_(Allreduce|Allgather|Reduce_scatter_block|Reduce) on comm 0 \(size $n\): algorithm Hier" "$out" || true)
     local why=""
     [ "$rc" -eq 0 ] || why="exit $rc"
     grep -q "^FAIL" "$out" && why="$why FAIL lines"
     grep -qiE "fatal error|panick" "$out" && why="$why error"
-    if [ "$want" = 1 ] && [ "$hier" -ne $((3 * n)) ]; then why="$why two-level allreduce/allgather/reduce_scatter_block logged $hier times (want $((3 * n)))"; fi
+    if [ "$want" = 1 ] && [ "$hier" -ne $((4 * n)) ]; then why="$why two-level allreduce/allgather/reduce_scatter_block/reduce logged $hier times (want $((4 * n)))"; fi
     if [ "$want" = 0 ] && [ "$hier" -ne 0 ]; then why="$why two-level algorithms used ($hier lines)"; fi
     if [ -z "$why" ]; then
         pass=$((pass + 1)); echo "PASS $name [$layout] ${HCOMM_ALGO:-default}"
@@ -70,7 +70,7 @@ for layout in 0,1 0,0,1,1 0,1,0,1 0,0,0,1,1,1 0,0,1,1,2,2 0,0,0,1; do
     unset HCOMM_ALGO
     check coll_check "$regular" "$layout" "$WORK/coll_check"
     check nb_coll - "$layout" "$WORK/nb_coll"
-    HCOMM_ALGO=allreduce:hier,allgather:hier,reduce_scatter:hier check coll_check "$regular" "$layout" "$WORK/coll_check"
+    HCOMM_ALGO=allreduce:hier,allgather:hier,reduce_scatter:hier,reduce:hier,bcast:hier check coll_check "$regular" "$layout" "$WORK/coll_check"
     HCOMM_ALGO=flat check coll_check 0 "$layout" "$WORK/coll_check"
 done
 unset HCOMM_ALGO

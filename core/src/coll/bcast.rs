@@ -8,7 +8,8 @@
 //! each byte once, so bandwidth is that of one link regardless of n.
 
 use super::allreduce::fragment;
-use super::select::{choose, Algo};
+use super::hier;
+use super::select::{choose, forced_levels, Algo};
 use super::{chunk_elems, chunks, tag};
 use crate::comm::Comm;
 use crate::datatype::Datatype;
@@ -50,9 +51,24 @@ pub fn build_bcast<'c>(
         Algo::Tree,
         Algo::Pipeline,
     );
-    comm.note_algo(Kind::Bcast, algo, nbytes);
-    let vr = (r + n - root) % n;
-    let real = |v: usize| (v + root) % n;
+    // Across hosts the chain or tree runs over the ranks in host-major order (two levels);
+    // on one host, over root, root+1, ...
+    let t = comm.topology();
+    let order: Option<Vec<usize>> = (t.spans_hosts() && forced_levels("bcast") != Some(false))
+        .then(|| hier::host_major_order(t, root));
+    comm.note_algo(
+        Kind::Bcast,
+        if order.is_some() { Algo::Hier } else { algo },
+        nbytes,
+    );
+    let vr = match &order {
+        Some(o) => o.iter().position(|&x| x == r).unwrap_or(0),
+        None => (r + n - root) % n,
+    };
+    let real = |v: usize| match &order {
+        Some(o) => o[v],
+        None => (v + root) % n,
+    };
     let (parent, children): (Option<usize>, Vec<usize>) = match algo {
         Algo::Pipeline => (
             (vr > 0).then(|| real(vr - 1)),

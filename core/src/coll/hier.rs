@@ -19,7 +19,7 @@
 use super::ring::Ring;
 use super::{chunk_elems, even_blocks, Reduction};
 use crate::comm::Comm;
-use crate::engine::{Schedule, TaskId};
+use crate::engine::{Fold, Schedule, TaskId};
 use crate::error::Result;
 use crate::topology::Topology;
 
@@ -197,6 +197,9 @@ pub fn allgather(
 /// 2. Across hosts: a ring reduce-scatter over the ranks with this local index finishes each
 ///    of those blocks at its owner. A host's link carries (H−1)/H of the data each way, split
 ///    over its L ranks.
+///
+/// Returns the tasks that finish this rank's block (one per chunk); tag steps used stay below
+/// [`reduce_scatter_steps`].
 #[allow(clippy::too_many_arguments)]
 pub fn reduce_scatter(
     s: &mut Schedule<'_>,
@@ -207,7 +210,7 @@ pub fn reduce_scatter(
     blocks: &[(usize, usize)],
     extent: usize,
     red: Reduction,
-) -> Result<()> {
+) -> Result<Vec<TaskId>> {
     let r = comm.rank;
     let local = t.local(r);
     let cross = t.cross(r);
@@ -254,6 +257,90 @@ pub fn reduce_scatter(
         after: host_done,
     };
     let src = if l > 1 { work as *const u8 } else { input };
-    cross_ring.reduce_scatter(s, red, src, work, h - 1, h * l);
+    Ok(cross_ring.reduce_scatter(s, red, src, work, h - 1, h * l))
+}
+
+/// Tag steps [`reduce_scatter`] uses: below this.
+pub fn reduce_scatter_steps(t: &Topology) -> usize {
+    t.hosts.len() * (t.hosts[0].len() + 1)
+}
+
+/// Adds the two-level reduce to `root` to `s`: the two-level reduce-scatter of `count`
+/// elements in even blocks into `work` (a scratch buffer of the whole size), then every rank
+/// sends its finished block to the root, which collects them in `recv`.
+#[allow(clippy::too_many_arguments)]
+pub fn reduce(
+    s: &mut Schedule<'_>,
+    comm: &Comm,
+    t: &Topology,
+    input: *const u8,
+    recv: *mut u8,
+    work: *mut u8,
+    count: usize,
+    extent: usize,
+    red: Reduction,
+    root: usize,
+) -> Result<()> {
+    let (n, r) = (comm.size(), comm.rank);
+    let blocks = even_blocks(count, n);
+    let fin = reduce_scatter(s, comm, t, input, work, &blocks, extent, red)?;
+    let done = join(s, &fin, work);
+    let step = reduce_scatter_steps(t);
+    let at = |buf: *mut u8, b: (usize, usize)| buf.wrapping_add(b.0 * extent);
+    if r == root {
+        // A block is final only after every rank's contribution to it was read, the root's
+        // input included, so writing it into `recv` (the input, in place) is safe.
+        for x in (0..n).filter(|&x| x != r) {
+            let b = blocks[x];
+            s.recv(
+                x,
+                super::tag(step, 0),
+                at(recv, b),
+                b.1 * extent,
+                Fold::Copy,
+                &[done],
+            );
+        }
+        let b = blocks[r];
+        s.copy(at(recv, b), at(work, b), b.1 * extent, &[done]);
+    } else {
+        let b = blocks[r];
+        s.send(
+            root,
+            super::tag(step, 0),
+            at(work, b),
+            b.1 * extent,
+            &[done],
+        );
+    }
     Ok(())
+}
+
+/// The ranks in host-major order starting at `root`: `root`, the rest of its host, then each
+/// other host's ranks together. A chain or binomial tree over this order is a two-level one:
+/// the chain crosses each host boundary once (a flat chain over ranks laid round-robin
+/// crosses at every hop), the tree's first, longest hops go between hosts and the rest stay
+/// within one.
+pub fn host_major_order(t: &Topology, root: usize) -> Vec<usize> {
+    let home = t.place[root].0;
+    let mut order = vec![root];
+    order.extend(t.hosts[home].iter().copied().filter(|&x| x != root));
+    for (k, ranks) in t.hosts.iter().enumerate() {
+        if k != home {
+            order.extend_from_slice(ranks);
+        }
+    }
+    order
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_major_order_starts_at_the_root_and_keeps_hosts_together() {
+        let t = Topology::new(6, |r| r % 2); // round-robin over two hosts
+        assert_eq!(host_major_order(&t, 3), vec![3, 1, 5, 0, 2, 4]);
+        assert_eq!(host_major_order(&t, 0), vec![0, 2, 4, 1, 3, 5]);
+    }
 }

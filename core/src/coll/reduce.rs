@@ -8,8 +8,9 @@
 //! Non-root ranks need scratch space for partial results (their `recvbuf` is not significant).
 
 use super::allreduce::{copy_if_needed, fragment, oneshot_fold};
+use super::hier;
 use super::ring::Ring;
-use super::select::{choose, Algo};
+use super::select::{choose, forced_levels, Algo};
 use super::{chunk_elems, chunks, even_blocks, scratch, tag, Reduction};
 use crate::comm::Comm;
 use crate::datatype::Datatype;
@@ -52,7 +53,14 @@ pub fn build_reduce<'c>(
         copy_if_needed(send, recv, nbytes);
         return Ok(Schedule::new(comm.ctx(sig, seq, dt.extent)));
     }
-    let algo = if red.commutative() {
+    let two_level = red.commutative()
+        && comm.topology().spans_hosts()
+        && hier::fits(comm.topology())
+        && forced_levels("reduce")
+            .unwrap_or(nbytes > crate::param::small_bytes().unwrap_or(16 << 10));
+    let algo = if two_level {
+        Algo::Hier
+    } else if red.commutative() {
         choose(
             "reduce",
             nbytes,
@@ -69,6 +77,14 @@ pub fn build_reduce<'c>(
     let is_root = r == root;
     let mut keep = Vec::new();
     match algo {
+        Algo::Hier => {
+            keep = scratch(nbytes);
+            let t = comm.topology();
+            let work = keep.as_mut_ptr();
+            hier::reduce(
+                &mut s, comm, t, send, recv, work, count, dt.extent, red, root,
+            )?;
+        }
         Algo::Ring => {
             let work = if is_root {
                 recv
