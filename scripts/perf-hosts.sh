@@ -21,6 +21,9 @@
 # Usage: scripts/perf-hosts.sh   Env: LAYOUTS="2x2 2x4" RATES="1gbit 10gbit" REPS=3
 #        SIZES="8 65536 1048576 16777216" COLLS=allreduce,allgather,reduce_scatter
 #        IMPLS="hcomm hcomm-flat openmpi hcomm-openmpi" TARGET=target/release OUT=build/perf-hosts
+#        REPORT=1: write the tables and plots into docs/PERFORMANCE.md (between its perf-hosts
+#        markers) and docs/perf/hosts-*.svg (benches/perf_hosts_report.py); NOTE="..." a line
+#        for the doc
 # Needs root (namespaces, tc); prints SKIP and exits 0 elsewhere.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -132,40 +135,10 @@ for rate in $RATES; do
                 esac || { echo "FAIL: $impl $layout $rate rep $rep:"; tail -5 "$f"; exit 1; }
             done
         done
-        python3 - "$OUT" "$rate" "$layout" "$REPS" "$IMPLS" <<'PY' | tee -a "$OUT/summary.txt"
-import sys, statistics, re
-out, rate, layout, reps, impls = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), sys.argv[5].split()
-h, l = map(int, layout.split("x")); n = h * l
-bits = float(re.match(r"([\d.]+)", rate).group(1)) * {"k": 1e3, "m": 1e6, "g": 1e9}[rate.lower().rstrip("bit")[-1]]
-link = bits / 8 / 1e9  # GB/s each way
-limit = {"allreduce": link * (2 * (n - 1) / n) / (2 * (h - 1) / h),
-         "allgather": link * ((n - 1) / n) / ((h - 1) / h),
-         "reduce_scatter": link * ((n - 1) / n) / ((h - 1) / h)}
-res = {}
-for impl in impls:
-    for rep in range(1, reps + 1):
-        for line in open(f"{out}/raw.{rate}.{layout}.{impl}.{rep}"):
-            f = line.split()
-            if len(f) >= 12 and not line.startswith("#") and f[0] in limit:
-                if int(f[11]) != 0:
-                    sys.exit(f"wrong results: {impl} {line}")
-                res.setdefault((f[0], int(f[1])), {}).setdefault(impl, []).append((float(f[8]), float(f[10])))
-print(f"\n## {layout} ({n} ranks), link {rate} each way: median time (us) / busbw (GB/s); model limit busbw")
-print("| collective | size | " + " | ".join(impls) + " | limit | hcomm/openmpi busbw |")
-print("|---" * (len(impls) + 4) + "|")
-for (coll, size), per in sorted(res.items()):
-    cells, med = [], {}
-    for impl in impls:
-        v = per.get(impl, [])
-        if v:
-            t = statistics.median(x[0] for x in v); b = statistics.median(x[1] for x in v); med[impl] = (t, b)
-            cells.append(f"{t:.1f} / {b:.3f}")
-        else:
-            cells.append("-")
-    ratio = ""
-    if "hcomm" in med and "openmpi" in med and med["openmpi"][1] > 0:
-        ratio = f"{med['hcomm'][1] / med['openmpi'][1]:.2f}x"
-    print(f"| {coll} | {size} | " + " | ".join(cells) + f" | {limit[coll]:.3f} | {ratio} |")
-PY
     done
 done
+report=(python3 benches/perf_hosts_report.py "$OUT" "$REPS" "$IMPLS")
+if [ "${REPORT:-0}" = 1 ]; then
+    report+=(--doc docs/PERFORMANCE.md --svgdir docs/perf --note "${NOTE:-}")
+fi
+"${report[@]}" | tee -a "$OUT/summary.txt"
