@@ -77,6 +77,9 @@ scripts/security-test.sh
 step "two hosts in network namespaces: TCP between, shared memory within (root; else SKIP)"
 scripts/netns-test.sh
 
+step "communicators across hosts (UTS namespaces): every collective on 2x1, 2x2, 2x3, 3x2 and 3+1 layouts, two-level and flat"
+scripts/host-layouts-test.sh
+
 step "a C++ program compiles, links and runs against include/mpi.h + libhcomm.so"
 mkdir -p build
 g++ -O1 -Wall -Wextra -Werror -I include compat-tests/cxx/allreduce_sendrecv.cpp -L target/release -lhcomm \
