@@ -11,7 +11,7 @@
 # algorithms must not apply there, results must still be exact). Programs: tests/c/coll_check.c
 # (every collective, type, op, in place or not, exact expected values, on the world and on
 # split communicators — some span one host, some several) and compat-tests/nb_coll.c
-# (nonblocking collectives), each with HCOMM_ALGO unset, =allreduce:hier,...,bcast:hier (two
+# (nonblocking collectives) and tests/c/barrier_wait.c (no rank leaves a barrier early), each with HCOMM_ALGO unset, =allreduce:hier,...,bcast:hier (two
 # levels even for small messages) and =flat; the INFO log must show the two-level
 # allreduce, allgather, reduce-scatter and reduce exactly where the layout allows them. Also the soak program (random collectives, results checked)
 # on 2x2. Needs root for unshare; elsewhere prints SKIP and exits 0.
@@ -42,6 +42,7 @@ cc_hcomm() { cc -O2 -I include "$1" -L "$BUILD" -lhcomm -Wl,-rpath,"$BUILD" -lpt
 cc_hcomm tests/c/coll_check.c "$WORK/coll_check"
 cc_hcomm compat-tests/nb_coll.c "$WORK/nb_coll"
 cc_hcomm tests/soak/soak.c "$WORK/soak"
+cc_hcomm tests/c/barrier_wait.c "$WORK/barrier_wait"
 
 pass=0 fail=0
 check() { # name, expect-hier(1/0/-), layout, cmd...
@@ -70,6 +71,7 @@ for layout in 0,1 0,0,1,1 0,1,0,1 0,0,0,1,1,1 0,0,1,1,2,2 0,0,0,1; do
     unset HCOMM_ALGO
     check coll_check "$regular" "$layout" "$WORK/coll_check"
     check nb_coll - "$layout" "$WORK/nb_coll"
+    check barrier_wait - "$layout" "$WORK/barrier_wait"
     HCOMM_ALGO=allreduce:hier,allgather:hier,reduce_scatter:hier,reduce:hier,bcast:hier check coll_check "$regular" "$layout" "$WORK/coll_check"
     HCOMM_ALGO=flat check coll_check 0 "$layout" "$WORK/coll_check"
 done
