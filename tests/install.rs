@@ -464,3 +464,64 @@ fn errors_name_the_path() {
     let err = text(&out.stderr);
     assert!(err.contains(s(&file.join("sub"))), "{err}");
 }
+
+/// A program built against Debian's MPICH (`mpicc.mpich`, NEEDED libmpich.so.12) runs on
+/// hcomm unchanged through the prefix's MPICH sonames, every symbol bound at load
+/// (`LD_BIND_NOW=1`). Without `mpicc.mpich` (no MPICH installed) there is nothing to test:
+/// the test says so and passes; scripts/test.sh installs MPICH, so CI always runs it.
+#[test]
+fn mpich_built_program_runs_on_the_prefix() {
+    if Command::new("mpicc.mpich")
+        .arg("-show")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_err()
+    {
+        eprintln!("mpicc.mpich not found: skipping the MPICH-built program");
+        return;
+    }
+    let tmp = TempDir::new("mpich");
+    let prefix = tmp.path().join("prefix");
+    install(&prefix);
+    for name in ["libmpi.so.12", "libmpich.so.12"] {
+        let link = fs::read_link(prefix.join("lib").join(name)).expect(name);
+        assert_eq!(link, Path::new("libhcomm.so"), "{name}");
+    }
+    let exe = tmp.path().join("coll_check");
+    check(
+        "mpicc.mpich",
+        output(
+            clean(Command::new("mpicc.mpich"))
+                .arg("-O1")
+                .arg(format!("{SOURCE}/tests/c/coll_check.c"))
+                .arg("-o")
+                .arg(&exe),
+        ),
+    );
+    let libdir = prefix.join("lib");
+    let ldd = check(
+        "ldd",
+        output(
+            clean(Command::new("ldd"))
+                .env("LD_LIBRARY_PATH", &libdir)
+                .arg(&exe),
+        ),
+    );
+    assert!(
+        ldd.contains(&format!(
+            "libmpich.so.12 => {}",
+            s(&libdir.join("libmpich.so.12"))
+        )),
+        "{ldd}"
+    );
+    let mut cmd = clean(Command::new("timeout"));
+    cmd.env("LD_LIBRARY_PATH", &libdir)
+        .env("LD_BIND_NOW", "1")
+        .env("CHECK_LARGE", "5000")
+        .args(["120", s(&prefix.join("bin").join("mpiexec")), "-n", "3"])
+        .arg(&exe);
+    let out = check("mpiexec -n 3 (MPICH-built coll_check)", output(&mut cmd));
+    assert!(out.contains("checks passed (size=3"), "{out}");
+    assert!(!out.contains("FAIL"), "{out}");
+}

@@ -11,6 +11,9 @@
 //! DIR/include/mpi.h           the header, embedded in this binary at build time
 //! DIR/lib/libhcomm.so         copy of the library (not a link into the build tree)
 //! DIR/lib/libmpi.so           -> libhcomm.so (for Makefiles that say -lmpi)
+//! DIR/lib/libmpi.so.12,       -> libhcomm.so: MPICH's sonames (libmpi.so.12 upstream,
+//!   libmpich.so.12               libmpich.so.12 in Debian), so a program built against
+//!                                MPICH runs on hcomm with LD_LIBRARY_PATH=DIR/lib
 //! DIR/lib/pkgconfig/mpi.pc    pkg-config: Cflags/Libs of the above (hcomm.pc the same)
 //! ```
 //!
@@ -76,7 +79,7 @@ pub fn install(args: InstallArgs) -> i32 {
             );
             println!("  {p}/bin/mpicc, mpicxx, mpiexec, mpirun, hcomm");
             println!("  {p}/include/mpi.h");
-            println!("  {p}/lib/{LIB_NAME}, libmpi.so -> {LIB_NAME}");
+            println!("  {p}/lib/{LIB_NAME}, libmpi.so, libmpi.so.12, libmpich.so.12 -> {LIB_NAME}");
             println!("  {p}/lib/pkgconfig/mpi.pc, hcomm.pc");
             println!("Build with {p}/bin/mpicc (or put {p}/bin first in PATH) and run with {p}/bin/mpiexec -n N ./prog");
             0
@@ -116,7 +119,10 @@ fn install_into(prefix: &Path) -> Result<PathBuf, String> {
     }
 
     copy_file(&lib, &libdir.join(LIB_NAME), 0o755)?;
-    link_file(Path::new(LIB_NAME), &libdir.join("libmpi.so"))?;
+    // Programs built against MPICH ask for these sonames; hcomm's header is MPICH's ABI.
+    for name in ["libmpi.so", "libmpi.so.12", "libmpich.so.12"] {
+        link_file(Path::new(LIB_NAME), &libdir.join(name))?;
+    }
     copy_file(&exe, &bin.join("hcomm"), 0o755)?;
     write_file(&include.join("mpi.h"), MPI_H, 0o644)?;
     for (name, pc_name) in [("mpi.pc", "mpi"), ("hcomm.pc", "hcomm")] {
