@@ -8,7 +8,8 @@
 #      "joined PMIx: rank r of N" and shared memory between every pair of peers (one host);
 #      the checker's summary is printed once (by rank 0 of one world, not by N worlds of one).
 #   2. -n 1: a world of one, still joined through PMIx.
-#   3. HCOMM_PMIX_LIB=/nonexistent, -n 2: every rank fails (non-zero exit) with the error
+#   3. -n 3 with HCOMM_TRANSPORT=tcp: every peer on TCP (addresses exchanged through PMIx).
+#   4. HCOMM_PMIX_LIB=/nonexistent, -n 2: every rank fails (non-zero exit) with the error
 #      naming Open MPI and PMIx, instead of running as two worlds of one.
 #
 # Prints SKIP and exits 0 only when mpirun.openmpi is absent.
@@ -47,13 +48,16 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # Keep Open MPI's own launcher quiet and local: no ssh, no network probing of other hosts.
 MPIRUN=(mpirun.openmpi --oversubscribe --bind-to none --mca plm_rsh_agent false)
 
-# mpirun_ok N: coll_check on N ranks passes as one world of N.
+# mpirun_ok N [TRANSPORT]: coll_check on N ranks passes as one world of N, every peer on
+# TRANSPORT (default shm: one host).
 mpirun_ok() {
-    local n=$1 out=$WORK/ok.$1 rc=0 r bad=""
+    local n=$1 tr=${2:-shm} out=$WORK/ok.$1.${2:-auto} rc=0 r bad=""
+    local name="mpirun -n $n${2:+ HCOMM_TRANSPORT=$2}"
     timeout -k 10 "$TIMEOUT" "${MPIRUN[@]}" -n "$n" -x HCOMM_DEBUG=INFO -x CHECK_LARGE \
+        ${2:+-x HCOMM_TRANSPORT="$2"} \
         "$WORK/coll_check" >"$out.out" 2>"$out.err" </dev/null || rc=$?
     if [ "$rc" -ne 0 ]; then
-        fail "mpirun -n $n: exit status $rc"
+        fail "$name: exit status $rc"
         tail -n 30 "$out.out" "$out.err"
         return
     fi
@@ -63,23 +67,26 @@ mpirun_ok() {
     # One world: one summary (rank 0's), never one per rank.
     [ "$(grep -c 'checks passed' "$out.out")" -eq 1 ] || bad="$bad summaries"
     if [ "$n" -gt 1 ]; then
-        # Every ordered pair of ranks on one host: n*(n-1) peers on shared memory.
-        local nshm
-        nshm=$(grep -c 'transport shm' "$out.err" || true)
-        [ "$nshm" -eq $((n * (n - 1))) ] || bad="$bad shm-peers=$nshm"
-        grep -q 'transport tcp' "$out.err" && bad="$bad tcp-peer"
+        # Every ordered pair of ranks: n*(n-1) peers, all on the expected transport.
+        local ntr
+        ntr=$(grep -c "transport $tr" "$out.err" || true)
+        [ "$ntr" -eq $((n * (n - 1))) ] || bad="$bad $tr-peers=$ntr"
     fi
     if [ -n "$bad" ]; then
-        fail "mpirun -n $n:$bad"
+        fail "$name:$bad"
         tail -n 30 "$out.out" "$out.err"
     else
-        pass "mpirun -n $n: one world of $n over PMIx, coll_check passed"
+        local peers=""
+        [ "$n" -gt 1 ] && peers=", every peer on $tr"
+        pass "$name: one world of $n over PMIx$peers, coll_check passed"
     fi
 }
 
 mpirun_ok 3
 mpirun_ok 4
 mpirun_ok 1
+# TCP addresses and the job secret travel through PMIx too.
+mpirun_ok 3 tcp
 
 # Without a loadable PMIx client library every rank must fail with the clear error.
 out=$WORK/nolib
