@@ -102,6 +102,11 @@ pub const ALL: &[Param] = &[
         help: "Seconds ranks wait for each other at the rendezvous before failing with the list of missing ranks.",
     },
     Param {
+        name: "HCOMM_PMIX_LIB",
+        default: "libpmix.so.2",
+        help: "The PMIx client library opened when a PMIx server (Open MPI's mpirun, `srun --mpi=pmix`) started the process; default: libpmix.so.2, then libpmix.so.",
+    },
+    Param {
         name: "HCOMM_WARN_AFTER",
         default: "60",
         help: "Seconds a wait may make no progress before a WARN names the call and the rank waited for (repeated at that interval); 0 turns the warnings off.",
@@ -199,6 +204,13 @@ bytes_param!(shm_slot_bytes, "HCOMM_SHM_SLOT_BYTES", Some(128 << 10));
 bytes_param!(spin, "HCOMM_SPIN", None);
 bytes_param!(yield_us, "HCOMM_YIELD", None);
 string_param!(bind, "HCOMM_BIND");
+
+/// `HCOMM_PMIX_LIB`, logged when set.
+pub fn pmix_lib() -> Option<String> {
+    static V: OnceLock<Option<String>> = OnceLock::new();
+    V.get_or_init(|| logged("HCOMM_PMIX_LIB", raw("HCOMM_PMIX_LIB")))
+        .clone()
+}
 bytes_param!(bootstrap_timeout_secs, "HCOMM_BOOTSTRAP_TIMEOUT", Some(60));
 
 /// Parses seconds (fractions allowed); `None` when not a finite non-negative number.
