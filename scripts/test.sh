@@ -77,6 +77,9 @@ scripts/security-test.sh
 step "two hosts in network namespaces: TCP between, shared memory within (root; else SKIP)"
 scripts/netns-test.sh
 
+step "libhcomm.so under Open MPI's mpirun: one world through PMIx (3, 4, 1 ranks, TCP), a clear error without the PMIx library"
+scripts/launcher-pmix-test.sh
+
 step "communicators across hosts (UTS namespaces): every collective on 2x1, 2x2, 2x3, 3x2 and 3+1 layouts, two-level and flat"
 scripts/host-layouts-test.sh
 
