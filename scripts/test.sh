@@ -25,6 +25,8 @@ command -v mpicc.openmpi >/dev/null 2>&1 || need+=(openmpi-bin libopenmpi-dev)
 command -v g++ >/dev/null 2>&1 || need+=(g++)
 command -v nm >/dev/null 2>&1 || need+=(binutils)
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
+# The PMIx client library libhcomm.so loads at run time under Open MPI's mpirun and srun --mpi=pmix.
+ldconfig -p 2>/dev/null | grep -q 'libpmix\.so\.2 ' || need+=(libpmix2)
 python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need+=(python3 python3-venv)
 if [ ${#need[@]} -gt 0 ]; then
     sudo=""
