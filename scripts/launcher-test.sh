@@ -237,43 +237,46 @@ world3() {
     fi
 }
 
-# fault NAME MODE CMD...: the job must end non-zero within the timeout, every rank having been in
+# fault NAME MODE PROG CMD...: the job must end non-zero within the timeout, every rank having been in
 # one world of 3 and none getting past the Allreduce that rank 1 never joins; rank 1 must be
 # named: "MPI_Abort called on rank 1" (abort), hcomm's "lost rank 1" or, when the launcher ended
 # the others before they noticed, the launcher's own line about rank/task 1 (kill).
-LOST_RE='lost rank 1\b|task 1: Killed|RANK 1 PID [0-9]+ RUNNING AT .* KILLED BY SIGNAL: 9|rank 1 .*(killed by signal|signal 9)' 
+LOST_RE='lost rank 1\b|task 1: Killed|rank 1 .*(killed by signal|signal 9)|rank 1 with PID [0-9]+ on node .* exited on signal 9'
+ABORT_RE='MPI_Abort called on rank 1 |MPI_Abort\(MPI_COMM_WORLD, 7\) - process 1|MPI_ABORT was invoked on rank 1 ' 
 fault() {
-    local name=$1 mode=$2
-    shift 2
-    run "$name" "$@" "$WORK/fault" "$mode"
-    local out=$WORK/$name.out
+    local name=$1 mode=$2 prog=$3
+    shift 3
+    run "$name" "$@" "$prog" "$mode"
+    local out=$WORK/$name.out pid1 lost_re why
+    # The launcher may name the dead rank only by its pid (Hydra: "PID <pid> RUNNING AT").
+    pid1=$(sed -nE 's/^fault: rank 1 of 3 \(pid ([0-9]+)\)$/\1/p' "$out" | head -1)
+    lost_re="$LOST_RE${pid1:+|PID $pid1 RUNNING AT}"
     if [ "$RC" -eq 0 ] || [ "$TIMED_OUT" = 1 ]; then
         fail "$name: exit status $RC$([ "$TIMED_OUT" = 1 ] && echo " (timed out after ${TIMEOUT}s)") (want non-zero, within ${TIMEOUT}s)"
         show "$name"
-    elif grep -q ' of 1$' "$out"; then
+    elif grep -q '^fault: rank .* of 1 ' "$out"; then
         fail "$name: a rank ran in a world of 1"
         show "$name"
-    elif [ "$(grep -c '^fault: rank [0-2] of 3$' "$out")" -ne 3 ]; then
+    elif [ "$(grep -cE '^fault: rank [0-2] of 3 \(pid [0-9]+\)$' "$out")" -ne 3 ]; then
         fail "$name: not every rank reported a world of 3"
         show "$name"
     elif grep -q 'fault: survived' "$out"; then
         fail "$name: a rank got past the Allreduce without rank 1"
         show "$name"
-    elif [ "$mode" = abort ] && ! grep -q 'MPI_Abort called on rank 1 ' "$out"; then
+    elif [ "$mode" = abort ] && ! grep -qE "$ABORT_RE" "$out"; then
         fail "$name: the output does not say that rank 1 called MPI_Abort"
         show "$name"
-    elif [ "$mode" = kill ] && ! grep -qE "$LOST_RE" "$out"; then
+    elif [ "$mode" = kill ] && ! grep -qE "$lost_re" "$out"; then
         fail "$name: the output does not name rank 1 as lost ('lost rank 1', or the launcher's own line)"
         show "$name"
     elif ! shm_clean; then
         fail "$name: shared-memory segments left behind"
     else
-        local why
         if [ "$mode" = abort ]; then
-            why=$(grep -m1 -o 'MPI_Abort called on rank 1 .*' "$out")
+            why=$(grep -m1 -oE "($ABORT_RE).{0,40}" "$out")
         else
             why=$(grep -m1 -oE 'lost rank 1\b.{0,80}' "$out") ||
-                why="(launcher) $(grep -m1 -oE "$LOST_RE" "$out")"
+                why="(launcher) $(grep -m1 -oE "($lost_re).{0,40}" "$out")"
         fi
         pass "$name: exit status $RC; $why"
     fi
@@ -285,8 +288,8 @@ if want control; then
     echo "== control: hcomm run (hcomm's own launcher)"
     if [ -x "$HCOMM_BIN" ]; then
         world3 "hcomm run -n 3" "$HCOMM_BIN" run -n 3
-        fault "hcomm run MPI_Abort" abort "$HCOMM_BIN" run -n 3
-        fault "hcomm run SIGKILL of rank 1" kill "$HCOMM_BIN" run -n 3
+        fault "hcomm run MPI_Abort" abort "$WORK/fault" "$HCOMM_BIN" run -n 3
+        fault "hcomm run SIGKILL of rank 1" kill "$WORK/fault" "$HCOMM_BIN" run -n 3
     else
         fail "control: no hcomm launcher at $HCOMM_BIN (set HCOMM_BIN=)"
     fi
@@ -427,8 +430,8 @@ if want slurm; then
             pass "$name: exit status $RC: $(grep -m1 -oE '[^:]*Slurm.{0,80}' "$out")..."
         fi
 
-        fault "srun --mpi=pmi2 MPI_Abort" abort srun -n 3 --mpi=pmi2
-        fault "srun --mpi=pmi2 SIGKILL of rank 1" kill srun -n 3 --mpi=pmi2
+        fault "srun --mpi=pmi2 MPI_Abort" abort "$WORK/fault" srun -n 3 --mpi=pmi2
+        fault "srun --mpi=pmi2 SIGKILL of rank 1" kill "$WORK/fault" srun -n 3 --mpi=pmi2
         unset SLURMSTEP_OK
     fi
 fi
@@ -437,8 +440,8 @@ fi
 if want hydra; then
     echo "== mpiexec.mpich (Hydra, PMI-1)"
     world3 "mpiexec.mpich -n 3" mpiexec.mpich -n 3
-    fault "mpiexec.mpich MPI_Abort" abort mpiexec.mpich -n 3
-    fault "mpiexec.mpich SIGKILL of rank 1" kill mpiexec.mpich -n 3
+    fault "mpiexec.mpich MPI_Abort" abort "$WORK/fault" mpiexec.mpich -n 3
+    fault "mpiexec.mpich SIGKILL of rank 1" kill "$WORK/fault" mpiexec.mpich -n 3
 fi
 
 # ---- Open MPI's mpirun (PMIx) ---------------------------------------------------------------

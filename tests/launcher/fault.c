@@ -1,13 +1,13 @@
 /* tests/launcher/fault.c - a job that loses a rank, for scripts/launcher-test.sh.
  *
- *   fault world   every rank prints "fault: rank R of N" and finalizes (exit 0)
+ *   fault world   every rank prints "fault: rank R of N (pid P)" and finalizes (exit 0)
  *   fault abort   rank 1 calls MPI_Abort(MPI_COMM_WORLD, 7) after a barrier; the others wait
  *                 in an Allreduce that rank 1 never joins
  *   fault kill    rank 1 kills itself with SIGKILL after a barrier; the others wait in an
  *                 Allreduce that rank 1 never joins
  *
- * Every rank prints its rank and the world size first, so a run that fell apart into worlds
- * of one shows it ("of 1"). A rank that gets past the Allreduce prints "fault: survived" and
+ * Every rank prints its rank, the world size and its pid first, so a run that fell apart into
+ * worlds of one shows it ("of 1"), and a launcher's line about a pid names a rank. A rank that gets past the Allreduce prints "fault: survived" and
  * exits 3: the launcher or hcomm should have ended it. */
 #include <mpi.h>
 #include <signal.h>
@@ -22,7 +22,7 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    printf("fault: rank %d of %d\n", rank, size);
+    printf("fault: rank %d of %d (pid %ld)\n", rank, size, (long)getpid());
     fflush(stdout);
     if (strcmp(mode, "world") == 0) {
         MPI_Barrier(MPI_COMM_WORLD);
