@@ -55,7 +55,7 @@
 # script runs in its own mount namespace with a private /dev/shm, so after every case it can
 # check that no /dev/shm/hcomm-* segment is left, and nothing reaches the machine's /dev/shm.
 #
-# Usage: scripts/launcher-test.sh [--only control,slurm,hydra,openmpi]
+# Usage: scripts/launcher-test.sh [--only control,reference,slurm,hydra,openmpi]
 #   env BUILD=dir with libhcomm.so (default target/release); HCOMM_BIN=the hcomm launcher
 #   (default $BUILD/hcomm); TIMEOUT per case in seconds (default 60); CHECK_LARGE for
 #   coll_check (default 4099); KEEP=1 keeps the temporary directory (outputs, daemon logs,
@@ -64,13 +64,13 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 
-ONLY="control,slurm,hydra,openmpi"
+ONLY="control,reference,slurm,hydra,openmpi"
 while [ $# -gt 0 ]; do
     case $1 in
     --only) ONLY=$2; shift 2 ;;
     --only=*) ONLY=${1#--only=}; shift ;;
     -h | --help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-    *) echo "launcher-test: unknown argument $1 (use --only control,slurm,hydra,openmpi)" >&2; exit 2 ;;
+    *) echo "launcher-test: unknown argument $1 (use --only control,reference,slurm,hydra,openmpi)" >&2; exit 2 ;;
     esac
 done
 want() { [[ ",$ONLY," == *",$1,"* ]]; }
@@ -149,15 +149,19 @@ fail() { echo "FAIL: $*"; FAILED=$((FAILED + 1)); }
 
 # ---- packages -------------------------------------------------------------------------------
 need=()
-if want slurm; then
+if want slurm || want reference; then
     command -v slurmctld >/dev/null || need+=(slurmctld)
     command -v slurmd >/dev/null || need+=(slurmd)
     command -v srun >/dev/null || need+=(slurm-client)
     command -v munged >/dev/null || need+=(munge)
     ls /usr/lib/*/libpmix.so >/dev/null 2>&1 || need+=(libpmix-dev)
 fi
-if want hydra; then command -v mpiexec.mpich >/dev/null || need+=(mpich); fi
-if want openmpi; then command -v mpirun.openmpi >/dev/null || need+=(openmpi-bin); fi
+if want hydra || want reference; then command -v mpiexec.mpich >/dev/null || need+=(mpich); fi
+if want openmpi || want reference; then command -v mpirun.openmpi >/dev/null || need+=(openmpi-bin); fi
+if want reference; then
+    command -v mpicc.mpich >/dev/null || need+=(libmpich-dev)
+    command -v mpicc.openmpi >/dev/null || need+=(libopenmpi-dev)
+fi
 command -v cc >/dev/null || need+=(gcc)
 if [ ${#need[@]} -gt 0 ]; then
     sudo=""
@@ -176,6 +180,11 @@ cc -O1 -I include tests/c/coll_check.c -o "$WORK/coll_check" -L "$BUILD" -lhcomm
     -Wl,-rpath,"$BUILD" -lpthread || exit 1
 cc -O1 -Wall -I include tests/launcher/fault.c -o "$WORK/fault" -L "$BUILD" -lhcomm \
     -Wl,-rpath,"$BUILD" || exit 1
+
+if want reference; then
+    mpicc.mpich -O1 tests/launcher/fault.c -o "$WORK/fault.mpich" || exit 1
+    mpicc.openmpi -O1 tests/launcher/fault.c -o "$WORK/fault.ompi" || exit 1
+fi
 
 # ---- case helpers ---------------------------------------------------------------------------
 # run NAME CMD...: runs CMD under timeout with the tag, output (stdout+stderr) in $WORK/NAME.out;
@@ -240,7 +249,8 @@ world3() {
 # fault NAME MODE PROG CMD...: the job must end non-zero within the timeout, every rank having been in
 # one world of 3 and none getting past the Allreduce that rank 1 never joins; rank 1 must be
 # named: "MPI_Abort called on rank 1" (abort), hcomm's "lost rank 1" or, when the launcher ended
-# the others before they noticed, the launcher's own line about rank/task 1 (kill).
+# the others before they noticed, the launcher's own line about rank/task 1 or its pid (kill).
+# ABORT_BY_CODE=1: the launcher's exit status 7 (fault.c's abort code) also names the abort.
 LOST_RE='lost rank 1\b|task 1: Killed|rank 1 .*(killed by signal|signal 9)|rank 1 with PID [0-9]+ on node .* exited on signal 9'
 ABORT_RE='MPI_Abort called on rank 1 |MPI_Abort\(MPI_COMM_WORLD, 7\) - process 1|MPI_ABORT was invoked on rank 1 ' 
 fault() {
@@ -263,7 +273,8 @@ fault() {
     elif grep -q 'fault: survived' "$out"; then
         fail "$name: a rank got past the Allreduce without rank 1"
         show "$name"
-    elif [ "$mode" = abort ] && ! grep -qE "$ABORT_RE" "$out"; then
+    elif [ "$mode" = abort ] && ! grep -qE "$ABORT_RE" "$out" &&
+        ! { [ -n "${ABORT_BY_CODE:-}" ] && [ "$RC" -eq 7 ]; }; then
         fail "$name: the output does not say that rank 1 called MPI_Abort"
         show "$name"
     elif [ "$mode" = kill ] && ! grep -qE "$lost_re" "$out"; then
@@ -273,7 +284,7 @@ fault() {
         fail "$name: shared-memory segments left behind"
     else
         if [ "$mode" = abort ]; then
-            why=$(grep -m1 -oE "($ABORT_RE).{0,40}" "$out")
+            why=$(grep -m1 -oE "($ABORT_RE).{0,40}" "$out") || why="(the abort's error code 7)"
         else
             why=$(grep -m1 -oE 'lost rank 1\b.{0,80}' "$out") ||
                 why="(launcher) $(grep -m1 -oE "($lost_re).{0,40}" "$out")"
@@ -294,6 +305,54 @@ if want control; then
         fail "control: no hcomm launcher at $HCOMM_BIN (set HCOMM_BIN=)"
     fi
 fi
+
+# worldf NAME PROG CMD...: `PROG world` must run as one world of 3 and exit 0.
+worldf() {
+    local name=$1 prog=$2
+    shift 2
+    run "$name" "$@" "$prog" world
+    local out=$WORK/$name.out
+    if [ "$RC" -ne 0 ]; then
+        fail "$name: exit status $RC$([ "$TIMED_OUT" = 1 ] && echo " (timed out after ${TIMEOUT}s)")"
+        show "$name"
+    elif grep -q '^fault: rank .* of 1 ' "$out" ||
+        [ "$(grep -cE '^fault: rank [0-2] of 3 \(pid [0-9]+\)$' "$out")" -ne 3 ]; then
+        fail "$name: not one world of 3"
+        show "$name"
+    else
+        pass "$name: ranks 0-2 of 3"
+    fi
+}
+
+# reference LAUNCHER: the launcher-level checks with MPICH's and Open MPI's own libraries
+# (tests/launcher/fault.c built with mpicc.mpich / mpicc.openmpi), so that a failure of the
+# same case under hcomm is hcomm's, not the launcher's or this script's.
+reference() {
+    want reference || return 0
+    case $1 in
+    slurm)
+        worldf "reference: MPICH under srun -n 3 --mpi=pmi2" "$WORK/fault.mpich" srun -n 3 --mpi=pmi2
+        fault "reference: MPICH under srun --mpi=pmi2, MPI_Abort" abort "$WORK/fault.mpich" srun -n 3 --mpi=pmi2
+        # Plain srun leaves the other tasks running when one is killed (KillOnBadExit=0), and
+        # MPICH's survivors wait forever: the reference needs --kill-on-bad-exit. hcomm's ranks
+        # notice the lost rank themselves, so its case below runs plain srun.
+        fault "reference: MPICH under srun --mpi=pmi2 -K1, SIGKILL of rank 1" kill "$WORK/fault.mpich" \
+            srun -n 3 --mpi=pmi2 --kill-on-bad-exit=1
+        worldf "reference: Open MPI under srun -n 3 --mpi=pmix" "$WORK/fault.ompi" srun -n 3 --mpi=pmix
+        ;;
+    hydra)
+        worldf "reference: MPICH under mpiexec.mpich -n 3" "$WORK/fault.mpich" mpiexec.mpich -n 3
+        # Hydra's cleanup after MPICH's PMI abort can beat the forwarding of the abort's
+        # message: its exit status (the error code, 7) counts too.
+        ABORT_BY_CODE=1 fault "reference: MPICH under mpiexec.mpich, MPI_Abort" abort "$WORK/fault.mpich" mpiexec.mpich -n 3
+        fault "reference: MPICH under mpiexec.mpich, SIGKILL of rank 1" kill "$WORK/fault.mpich" mpiexec.mpich -n 3
+        ;;
+    openmpi)
+        worldf "reference: Open MPI under mpirun.openmpi -n 3" "$WORK/fault.ompi" \
+            env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 mpirun.openmpi --oversubscribe -n 3
+        ;;
+    esac
+}
 
 # ---- Slurm ----------------------------------------------------------------------------------
 port_free() { ! ss -Htan "sport = :$1" 2>/dev/null | grep -q .; }
@@ -385,12 +444,15 @@ EOF
     echo "== Slurm up: $(sinfo -h -N -o '%N %t cpus=%c') (ports $port-$((port + 1)), mpi: $(srun --mpi=list 2>&1 | grep -oE 'pmi2|pmix|none' | sort -u | tr '\n' ' '))"
 }
 
-if want slurm; then
+if want slurm || want reference; then
     echo "== Slurm"
     if ! slurm_up; then
         fail "slurm: cluster did not come up"
     else
         SLURMSTEP_OK=1
+        reference slurm
+    fi
+    if [ -n "${SLURMSTEP_OK:-}" ] && want slurm; then
         # Launcher sanity (no hcomm): srun itself must work in each mode.
         run srun-hostname srun -n 2 --mpi=none hostname
         if [ "$RC" -eq 0 ] && [ "$(wc -l <"$WORK/srun-hostname.out")" -eq 2 ]; then
@@ -437,16 +499,22 @@ if want slurm; then
 fi
 
 # ---- MPICH's Hydra (PMI-1) ------------------------------------------------------------------
-if want hydra; then
+if want hydra || want reference; then
     echo "== mpiexec.mpich (Hydra, PMI-1)"
+    reference hydra
+fi
+if want hydra; then
     world3 "mpiexec.mpich -n 3" mpiexec.mpich -n 3
     fault "mpiexec.mpich MPI_Abort" abort "$WORK/fault" mpiexec.mpich -n 3
     fault "mpiexec.mpich SIGKILL of rank 1" kill "$WORK/fault" mpiexec.mpich -n 3
 fi
 
 # ---- Open MPI's mpirun (PMIx) ---------------------------------------------------------------
-if want openmpi; then
+if want openmpi || want reference; then
     echo "== mpirun.openmpi (PMIx)"
+    reference openmpi
+fi
+if want openmpi; then
     world3 "mpirun.openmpi -n 3" env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
         mpirun.openmpi --oversubscribe -n 3
 fi
