@@ -98,7 +98,8 @@ DAEMONS=() # PIDs of munged, slurmctld, slurmd
 PASSED=0 FAILED=0
 
 # Every process started here gets HCOMM_LT_TAG in its environment ("${TAGGED[@]}" cmd: a plain
-# command, so `cmd &` leaves the command's own PID in $!).
+# command, so `cmd &` leaves the command's own PID in $!). The daemons start under setsid (which
+# execs in place here): a Ctrl-C on the terminal must reach this script, not them.
 TAGGED=(env HCOMM_LT_TAG="$TAG")
 
 # PIDs of running processes whose environment holds our tag (never this shell).
@@ -195,8 +196,11 @@ run() {
     shift
     RC=0
     local t0=$SECONDS
+    # In the background and then `wait`: a trapped Ctrl-C or SIGTERM interrupts `wait` at once
+    # (timeout runs the case in its own process group, which Ctrl-C does not reach).
     "${TAGGED[@]}" HCOMM_BOOTSTRAP_TIMEOUT=30 CHECK_LARGE="$CHECK_LARGE" \
-        timeout -k 5 "$TIMEOUT" "$@" >"$WORK/$name.out" 2>&1 </dev/null || RC=$?
+        timeout -k 5 "$TIMEOUT" "$@" >"$WORK/$name.out" 2>&1 </dev/null &
+    wait $! || RC=$?
     TIMED_OUT=0
     if [ "$RC" -eq 124 ] || { [ "$RC" -eq 137 ] && [ $((SECONDS - t0)) -ge "$TIMEOUT" ]; }; then
         TIMED_OUT=1
@@ -365,7 +369,7 @@ slurm_up() {
     head -c 1024 /dev/urandom >"$S/munge/munge.key"
     chmod 600 "$S/munge/munge.key"
     MUNGE_SOCKET=$S/munge/munge.socket
-    "${TAGGED[@]}" munged --foreground --force --socket="$MUNGE_SOCKET" --key-file="$S/munge/munge.key" \
+    setsid "${TAGGED[@]}" munged --foreground --force --socket="$MUNGE_SOCKET" --key-file="$S/munge/munge.key" \
         --pid-file="$S/munge/munged.pid" --log-file="$S/munge/munged.log" \
         --seed-file="$S/munge/munged.seed" >"$S/log/munged.out" 2>&1 </dev/null &
     DAEMONS+=($!)
@@ -424,10 +428,10 @@ PartitionName=hclt Nodes=$host Default=YES MaxTime=INFINITE State=UP OverSubscri
 EOF
     : >"$S/plugstack.conf"
     export SLURM_CONF=$S/slurm.conf
-    "${TAGGED[@]}" slurmctld -D -f "$SLURM_CONF" >"$S/log/slurmctld.out" 2>&1 </dev/null &
+    setsid "${TAGGED[@]}" slurmctld -D -f "$SLURM_CONF" >"$S/log/slurmctld.out" 2>&1 </dev/null &
     DAEMONS+=($!)
     disown $!
-    "${TAGGED[@]}" slurmd -D -f "$SLURM_CONF" >"$S/log/slurmd.out" 2>&1 </dev/null &
+    setsid "${TAGGED[@]}" slurmd -D -f "$SLURM_CONF" >"$S/log/slurmd.out" 2>&1 </dev/null &
     DAEMONS+=($!)
     disown $!
     local state=""
