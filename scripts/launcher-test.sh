@@ -123,7 +123,7 @@ cleanup() {
     done
     # Daemons last-started first: slurmd, slurmctld, munged.
     for ((i = ${#DAEMONS[@]} - 1; i >= 0; i--)); do kill -TERM "${DAEMONS[i]}" 2>/dev/null || true; done
-    for i in $(seq 50); do
+    for i in $(seq 30); do
         local alive=0
         for p in "${DAEMONS[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
         [ "$alive" = 0 ] && break
@@ -143,10 +143,17 @@ cleanup() {
     exit "$rc"
 }
 trap cleanup EXIT
-trap 'echo "launcher-test: interrupted"; exit 130' INT TERM
+trap 'echo "launcher-test: interrupted"; exit 130' INT
+trap 'echo "launcher-test: terminated"; exit 143' TERM
 
 pass() { echo "PASS: $*"; PASSED=$((PASSED + 1)); }
 fail() { echo "FAIL: $*"; FAILED=$((FAILED + 1)); }
+
+if [ "$PRIVATE_SHM" = 1 ]; then
+    echo "== private /dev/shm (own mount namespace): every case must leave no hcomm-* segment"
+else
+    echo "== no private /dev/shm (needs root and unshare): leftover segments are not checked"
+fi
 
 # ---- packages -------------------------------------------------------------------------------
 need=()
