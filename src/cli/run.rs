@@ -83,7 +83,7 @@
 use std::ffi::OsString;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::mem::MaybeUninit;
-use std::net::TcpListener;
+use std::net::{IpAddr, Ipv4Addr, TcpListener};
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::process::{ChildStdin, Command, Stdio};
@@ -95,9 +95,9 @@ use clap::Args;
 use hcomm_core::bootstrap::contract;
 
 /// Exit status when the program cannot be started (as a shell does).
-const EXIT_CANNOT_START: i32 = 127;
+pub(crate) const EXIT_CANNOT_START: i32 = 127;
 /// Exit status for a launcher-side failure (no rendezvous socket, signal setup).
-const EXIT_LAUNCHER_ERROR: i32 = 1;
+pub(crate) const EXIT_LAUNCHER_ERROR: i32 = 1;
 /// Longest sleep of the wait loop: a safety net, signals wake it sooner.
 const WAIT_TICK: Duration = Duration::from_millis(500);
 /// With --tag-output, how long to wait for output after the last rank exited when no
@@ -105,7 +105,7 @@ const WAIT_TICK: Duration = Duration::from_millis(500);
 const OUTPUT_DRAIN_IDLE: Duration = Duration::from_secs(2);
 /// After a rank fails, how long the others get to notice (hcomm's liveness checks run every
 /// 100 ms) and report the failure themselves before the launcher signals them.
-const REPORT_WINDOW: Duration = Duration::from_secs(1);
+pub(crate) const REPORT_WINDOW: Duration = Duration::from_secs(1);
 
 /// Arguments of `hcomm run`.
 #[derive(Debug, Args)]
@@ -139,6 +139,32 @@ pub struct RunArgs {
     /// Seconds between SIGTERM and SIGKILL when ending the ranks (fractions allowed)
     #[arg(long, value_name = "S", default_value = "3", value_parser = parse_grace)]
     pub timeout_kill_secs: Duration,
+
+    /// Hosts to run on, with their slots: h1:4,h2:4 (a host without :N has 1 slot)
+    #[arg(long, value_name = "LIST", conflicts_with = "hostfile")]
+    pub hosts: Option<String>,
+
+    /// File of hosts, one "host slots=N" a line (# starts a comment)
+    #[arg(long, value_name = "FILE")]
+    pub hostfile: Option<std::path::PathBuf>,
+
+    /// How to reach the hosts: ssh (the default with hosts) or fork (run every host's
+    /// proxy here, for tests)
+    #[arg(long, value_name = "ssh|fork", value_parser = ["ssh", "fork"])]
+    pub launcher: Option<String>,
+
+    /// ssh-like program called as CMD [OPTIONS] HOST COMMAND... (default: ssh); words
+    /// after the first are its options
+    #[arg(long, value_name = "CMD")]
+    pub launcher_exec: Option<String>,
+
+    /// Network interface of the rendezvous, exported to ranks as HCOMM_SOCKET_IFNAME
+    #[arg(long, value_name = "IFNAME")]
+    pub iface: Option<String>,
+
+    /// Path of the hcomm binary on the other hosts (default: this one's)
+    #[arg(long, value_name = "PATH")]
+    pub proxy_path: Option<String>,
 
     /// Program to run, then its arguments (passed verbatim, even those starting with -)
     // trailing_var_arg: from PROG on, every argument is the program's, `-n` and `--`
@@ -186,14 +212,38 @@ pub fn run(args: RunArgs) -> i32 {
             return EXIT_LAUNCHER_ERROR;
         }
     };
-    let listener = match TcpListener::bind("127.0.0.1:0").and_then(|l| {
+    match host_plan(&args) {
+        Ok(Some((hosts, agent))) => {
+            return super::proxy::run_hosts(&args, &hosts, agent, &signals);
+        }
+        Ok(None) => {}
+        Err(e) => {
+            say(&e);
+            return EXIT_LAUNCHER_ERROR;
+        }
+    }
+    // --iface on one host: listen there, and the ranks use it too.
+    let bind_ip = match &args.iface {
+        None => IpAddr::V4(Ipv4Addr::LOCALHOST),
+        Some(i) => {
+            std::env::set_var("HCOMM_SOCKET_IFNAME", i);
+            match hcomm_core::bootstrap::net::listen_address() {
+                Ok((ip, _)) => ip,
+                Err(e) => {
+                    say(&format!("--iface {i}: {e}"));
+                    return EXIT_LAUNCHER_ERROR;
+                }
+            }
+        }
+    };
+    let listener = match TcpListener::bind((bind_ip, 0)).and_then(|l| {
         let port = l.local_addr()?.port();
         Ok((l, port))
     }) {
         Ok(l) => l,
         Err(e) => {
             say(&format!(
-                "cannot open the rendezvous socket on 127.0.0.1: {}",
+                "cannot open the rendezvous socket on {bind_ip}: {}",
                 os_error_text(&e)
             ));
             return EXIT_LAUNCHER_ERROR;
@@ -211,7 +261,15 @@ pub fn run(args: RunArgs) -> i32 {
     let mut job = Job::new(args.timeout_kill_secs);
     let mut output = OutputForwarding::new();
 
-    spawn_ranks(&args, &listener, &job_id, &secret, &mut job, &mut output);
+    spawn_ranks(
+        &args,
+        bind_ip,
+        &listener,
+        &job_id,
+        &secret,
+        &mut job,
+        &mut output,
+    );
     // Every rank has its copy of the secret.
     drop(secret);
     // Rank 0 has its own copy of the listener (if it started); the launcher's goes now.
@@ -223,10 +281,94 @@ pub fn run(args: RunArgs) -> i32 {
     job.exit_status()
 }
 
+/// Variables of other launchers that would make libhcomm join them instead of this job
+/// (its detection prefers PMIx and PMI over HCOMM_RANK): removed from every rank's
+/// environment, with every `PMIX_*` and `OMPI_COMM_WORLD_*`.
+const FOREIGN_LAUNCHER_VARS: &[&str] = &[
+    "PMI_FD",
+    "PMI_PORT",
+    "PMI_RANK",
+    "PMI_SIZE",
+    "PMI_JOBID",
+    "SLURM_STEP_ID",
+    "SLURM_STEP_NUM_TASKS",
+    "SLURM_PROCID",
+];
+const FOREIGN_LAUNCHER_PREFIXES: &[&str] = &["PMIX_", "OMPI_COMM_WORLD_"];
+
+/// Removes the variables of [`FOREIGN_LAUNCHER_VARS`] and prefixes from `cmd`'s environment.
+pub(crate) fn scrub_launcher_env(cmd: &mut Command) {
+    for v in FOREIGN_LAUNCHER_VARS {
+        cmd.env_remove(v);
+    }
+    for (k, _) in std::env::vars_os() {
+        let b = k.as_encoded_bytes();
+        if FOREIGN_LAUNCHER_PREFIXES
+            .iter()
+            .any(|p| b.starts_with(p.as_bytes()))
+        {
+            cmd.env_remove(&k);
+        }
+    }
+}
+
+/// The hosts of a job across hosts and how to reach them; None for the single-host job
+/// (no --hosts, no --hostfile, not inside a Slurm allocation).
+fn host_plan(
+    args: &RunArgs,
+) -> Result<Option<(Vec<super::hosts::Host>, super::proxy::Agent)>, String> {
+    use super::hosts;
+    use super::proxy::Agent;
+    let (list, slurm) = if let Some(h) = &args.hosts {
+        (
+            hosts::parse_host_list(h).map_err(|e| format!("--hosts: {e}"))?,
+            false,
+        )
+    } else if let Some(f) = &args.hostfile {
+        let text = std::fs::read_to_string(f)
+            .map_err(|e| format!("--hostfile {}: {}", f.display(), os_error_text(&e)))?;
+        (
+            hosts::parse_hostfile(&text).map_err(|e| format!("{}: {e}", f.display()))?,
+            false,
+        )
+    } else if let Some(nl) = std::env::var("SLURM_JOB_NODELIST")
+        .ok()
+        .filter(|v| !v.trim().is_empty())
+    {
+        let names = hosts::expand_nodelist(&nl).map_err(|e| format!("SLURM_JOB_NODELIST: {e}"))?;
+        // Block distribution: as many ranks on each node as it takes.
+        let per = args.nranks.div_ceil(names.len().max(1)).max(1);
+        (
+            names
+                .into_iter()
+                .map(|name| hosts::Host { name, slots: per })
+                .collect(),
+            true,
+        )
+    } else {
+        return Ok(None);
+    };
+    let agent = match (args.launcher.as_deref(), &args.launcher_exec) {
+        (Some("fork"), _) => Agent::Fork,
+        (_, Some(exec)) => {
+            let words: Vec<String> = exec.split_whitespace().map(String::from).collect();
+            if words.is_empty() {
+                return Err("--launcher-exec is empty".into());
+            }
+            Agent::Exec(words)
+        }
+        (Some(_), None) => Agent::Exec(vec!["ssh".into()]),
+        (None, None) if slurm => Agent::Srun,
+        (None, None) => Agent::Exec(vec!["ssh".into()]),
+    };
+    Ok(Some((list, agent)))
+}
+
 /// Starts the ranks one after the other, stopping at the first that cannot be started
 /// (`job` then holds status 127, and [`Job::wait`] ends the ranks already started).
 fn spawn_ranks(
     args: &RunArgs,
+    bind_ip: IpAddr,
     listener: &(TcpListener, u16),
     job_id: &str,
     secret: &hcomm_core::auth::SecretFd,
@@ -235,7 +377,7 @@ fn spawn_ranks(
 ) {
     let (listener, port) = listener;
     let boot_fd = listener.as_raw_fd();
-    let uri = format!("tcp://127.0.0.1:{port}");
+    let uri = format!("tcp://{}", std::net::SocketAddr::new(bind_ip, *port));
     let size = args.nranks.to_string();
     // SAFETY: getpid has no preconditions.
     let launcher_pid = unsafe { libc::getpid() };
@@ -258,6 +400,7 @@ fn spawn_ranks(
             .env_remove(hcomm_core::auth::ENV_SECRET)
             // 0: a new group led by this child; then join it.
             .process_group(job.pgid.unwrap_or(0));
+        scrub_launcher_env(&mut cmd);
         let inherit_fd = if rank == 0 {
             cmd.env(contract::ENV_BOOTSTRAP_FD, boot_fd.to_string());
             Some(boot_fd)
@@ -309,7 +452,7 @@ fn spawn_ranks(
 }
 
 /// Runs in the child between fork and exec: only async-signal-safe calls, no allocation.
-fn child_setup(launcher_pid: libc::pid_t, inherit_fd: Option<RawFd>) -> io::Result<()> {
+pub(crate) fn child_setup(launcher_pid: libc::pid_t, inherit_fd: Option<RawFd>) -> io::Result<()> {
     // SAFETY: sigemptyset/sigprocmask/prctl/getppid/fcntl are async-signal-safe and are
     // given valid pointers (a local sigset) or plain integers.
     unsafe {
@@ -541,7 +684,7 @@ impl Job {
 }
 
 /// The launcher's blocked signals, received synchronously with `sigtimedwait`.
-struct Signals {
+pub(crate) struct Signals {
     wait_set: libc::sigset_t,
 }
 
@@ -557,7 +700,7 @@ impl Signals {
 
     /// Blocks the waited signals (and SIGTTIN) in the calling thread; call it before
     /// any other thread exists so that all of them inherit the mask.
-    fn block() -> io::Result<Self> {
+    pub(crate) fn block() -> io::Result<Self> {
         // SAFETY: the sigset functions get pointers to locals they initialise first;
         // signal(SIGCHLD, SIG_DFL) installs no handler.
         unsafe {
@@ -581,7 +724,7 @@ impl Signals {
     }
 
     /// Next waited signal, or None after `timeout`.
-    fn wait(&self, timeout: Duration) -> Option<libc::c_int> {
+    pub(crate) fn wait(&self, timeout: Duration) -> Option<libc::c_int> {
         let ts = libc::timespec {
             tv_sec: timeout.as_secs().min(i32::MAX as u64) as libc::time_t,
             tv_nsec: timeout.subsec_nanos() as libc::c_long,
@@ -718,7 +861,7 @@ fn forward_stdin(mut dest: ChildStdin) {
 
 /// Removes `/dev/shm/hcomm-<job>-*`, the shared-memory segments of this job that a rank
 /// killed at the wrong moment did not unlink.
-fn remove_leftover_segments(job_id: &str) {
+pub(crate) fn remove_leftover_segments(job_id: &str) {
     let prefix = format!("{}{job_id}-", contract::SHM_PREFIX);
     let Ok(dir) = std::fs::read_dir("/dev/shm") else {
         return;
@@ -735,7 +878,7 @@ fn remove_leftover_segments(job_id: &str) {
 }
 
 /// A job id of 12 hex digits, unique enough per host: pid and time, mixed.
-fn new_job_id() -> String {
+pub(crate) fn new_job_id() -> String {
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_nanos() as u64)
@@ -750,12 +893,12 @@ fn new_job_id() -> String {
 }
 
 /// Writes `hcomm run: <msg>` to stderr in one piece.
-fn say(msg: &str) {
+pub(crate) fn say(msg: &str) {
     let line = format!("hcomm run: {msg}\n");
     let _ = io::stderr().lock().write_all(line.as_bytes());
 }
 
-fn ranks_word(n: usize) -> String {
+pub(crate) fn ranks_word(n: usize) -> String {
     if n == 1 {
         "1 rank".into()
     } else {
@@ -764,7 +907,7 @@ fn ranks_word(n: usize) -> String {
 }
 
 /// An I/O error's text without std's " (os error N)" suffix.
-fn os_error_text(e: &io::Error) -> String {
+pub(crate) fn os_error_text(e: &io::Error) -> String {
     let text = e.to_string();
     match text.find(" (os error ") {
         Some(i) if e.raw_os_error().is_some() => text[..i].to_string(),
@@ -772,7 +915,7 @@ fn os_error_text(e: &io::Error) -> String {
     }
 }
 
-fn signal_name(sig: libc::c_int) -> String {
+pub(crate) fn signal_name(sig: libc::c_int) -> String {
     let name = match sig {
         libc::SIGHUP => "SIGHUP",
         libc::SIGINT => "SIGINT",

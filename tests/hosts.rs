@@ -1,0 +1,128 @@
+//! Integration tests of `hcomm run` across hosts, with `--launcher fork`: every "host"
+//! (`localhost`, `127.0.0.1`) is this machine, but each gets its own proxy, and the ranks
+//! meet through the rendezvous rank 0's proxy opened.
+
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn hcomm() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_hcomm"))
+}
+
+fn run_hosts(n: usize, extra: &[&str], prog: &[&str]) -> (Output, Duration) {
+    let start = Instant::now();
+    let out = hcomm()
+        .args(["run", "-n", &n.to_string()])
+        .args(["--hosts", "localhost:2,127.0.0.1:2", "--launcher", "fork"])
+        .args(extra)
+        .args(prog)
+        .stdin(Stdio::null())
+        .output()
+        .expect("start hcomm");
+    (out, start.elapsed())
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn contract_and_output_across_two_hosts() {
+    let (out, _) = run_hosts(
+        4,
+        &["--tag-output"],
+        &[
+            "sh",
+            "-c",
+            "echo rank=$HCOMM_RANK size=$HCOMM_SIZE local=$HCOMM_LOCAL_RANK/$HCOMM_LOCAL_SIZE \
+             job=$HCOMM_JOB_ID uri=$HCOMM_URI pmi=${PMI_RANK:-none}; echo to-stderr >&2",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let stdout = text(&out.stdout);
+    for (r, l) in [(0, 0), (1, 1), (2, 0), (3, 1)] {
+        assert!(
+            stdout.contains(&format!("[{r}] rank={r} size=4 local={l}/2 job=")),
+            "{stdout}"
+        );
+        assert!(
+            text(&out.stderr).contains(&format!("[{r}] to-stderr")),
+            "{out:?}"
+        );
+    }
+    assert!(stdout.contains("uri=tcp://"), "{stdout}");
+    assert!(stdout.contains("pmi=none"), "{stdout}");
+}
+
+#[test]
+fn collectives_work_across_two_hosts() {
+    let exe = env!("CARGO_BIN_EXE_hcomm");
+    let (out, _) = run_hosts(
+        4,
+        &[],
+        &[exe, "bench", "allreduce", "-b", "8", "-e", "1K", "-n", "5"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let stdout = text(&out.stdout);
+    assert!(stdout.contains("allreduce"), "{stdout}");
+}
+
+#[test]
+fn failing_rank_on_second_host_is_named() {
+    let (out, elapsed) = run_hosts(
+        4,
+        &[],
+        &[
+            "sh",
+            "-c",
+            "if [ $HCOMM_RANK = 3 ]; then exit 7; fi; exec sleep 30",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(7), "{out:?}");
+    assert!(elapsed < Duration::from_secs(10), "took {elapsed:?}");
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("rank 3 (pid ") && stderr.contains("on 127.0.0.1) exited with status 7"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn killed_rank_is_named() {
+    let (out, elapsed) = run_hosts(
+        4,
+        &[],
+        &[
+            "sh",
+            "-c",
+            "if [ $HCOMM_RANK = 2 ]; then kill -KILL $$; fi; exec sleep 30",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(137), "{out:?}");
+    assert!(elapsed < Duration::from_secs(10), "took {elapsed:?}");
+    assert!(
+        text(&out.stderr).contains("rank 2 (pid ")
+            && text(&out.stderr).contains("was killed by signal 9 (SIGKILL)"),
+        "{out:?}"
+    );
+}
+
+#[test]
+fn unreachable_host_is_named() {
+    // An "agent" that fails as ssh does for a host it cannot reach.
+    let out = hcomm()
+        .args(["run", "-n", "2", "--hosts", "nowhere:2", "--launcher-exec"])
+        .args(["sh -c exit\\ 255 agent", "true"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("start hcomm");
+    assert_ne!(out.status.code(), Some(0), "{out:?}");
+    assert!(text(&out.stderr).contains("lost host nowhere"), "{out:?}");
+}
+
+#[test]
+fn too_many_ranks_for_the_slots() {
+    let (out, _) = run_hosts(5, &[], &["true"]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert!(text(&out.stderr).contains("5 ranks requested"), "{out:?}");
+}
