@@ -126,3 +126,82 @@ fn too_many_ranks_for_the_slots() {
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     assert!(text(&out.stderr).contains("5 ranks requested"), "{out:?}");
 }
+
+/// An ssh-like agent that runs the joined words in a shell with an empty environment, as a
+/// remote login would: quoting and the forwarding of HCOMM_* settings must survive it.
+fn env_less_agent(tag: &str) -> std::path::PathBuf {
+    let path = std::env::temp_dir().join(format!("hcomm-agent-{tag}-{}", std::process::id()));
+    std::fs::write(
+        &path,
+        "#!/bin/sh\nwhile :; do case \"$1\" in -o) shift 2 ;; -*) shift ;; *) break ;; esac; done\n\
+         shift\nexec env -i /bin/sh -c \"$*\"\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+#[test]
+fn agent_gets_quoted_words_and_hcomm_settings_travel_on_stdin() {
+    let agent = env_less_agent("quote");
+    let out = hcomm()
+        .args(["run", "-n", "3", "--hosts", "h1:1,h2:2", "--tag-output"])
+        .args([
+            "--launcher-exec",
+            &format!("{} -o BatchMode=yes", agent.display()),
+        ])
+        .args([
+            "sh",
+            "-c",
+            "echo \"$HCOMM_FOO|$1|${HCOMM_SECRET:-nosecret}\"",
+            "x",
+            "a b 'c' $d",
+        ])
+        .env("HCOMM_FOO", "bar baz")
+        .env("HCOMM_SECRET", "must-not-travel-0123456789")
+        .stdin(Stdio::null())
+        .output()
+        .expect("start hcomm");
+    let _ = std::fs::remove_file(&agent);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let stdout = text(&out.stdout);
+    for r in 0..3 {
+        assert!(
+            stdout.contains(&format!("[{r}] bar baz|a b 'c' $d|nosecret")),
+            "{stdout}"
+        );
+    }
+}
+
+#[test]
+fn sigterm_to_the_launcher_ends_every_host() {
+    let mut child = hcomm()
+        .args([
+            "run",
+            "-n",
+            "4",
+            "--hosts",
+            "localhost:2,127.0.0.1:2",
+            "--launcher",
+            "fork",
+        ])
+        .args(["sh", "-c", "echo up; exec sleep 30"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start hcomm");
+    // Wait until every rank runs.
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    for _ in 0..4 {
+        let mut l = String::new();
+        std::io::BufRead::read_line(&mut out, &mut l).unwrap();
+    }
+    let start = Instant::now();
+    // SAFETY: plain syscall on our own child.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(143), "{status:?}");
+    assert!(start.elapsed() < Duration::from_secs(10));
+}

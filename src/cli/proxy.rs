@@ -64,6 +64,47 @@ pub struct ProxyArgs {
     pub command: Vec<OsString>,
 }
 
+/// The launcher's `HCOMM_*` settings (not the secret ones), as `env <hex>` lines for the
+/// proxies: a remote shell does not get the launcher's environment.
+fn forwarded_env() -> Vec<String> {
+    use std::os::unix::ffi::OsStrExt;
+    let skip = [
+        hcomm_core::auth::ENV_SECRET,
+        hcomm_core::auth::ENV_SECRET_FD,
+        hcomm_core::auth::ENV_SECRET_FILE,
+        contract::ENV_RANK,
+        contract::ENV_SIZE,
+        contract::ENV_LOCAL_RANK,
+        contract::ENV_LOCAL_SIZE,
+        contract::ENV_URI,
+        contract::ENV_JOB_ID,
+        contract::ENV_BOOTSTRAP_FD,
+    ];
+    std::env::vars_os()
+        .filter(|(k, _)| {
+            k.as_bytes().starts_with(b"HCOMM_")
+                && !skip.iter().any(|s| k.as_bytes() == s.as_bytes())
+        })
+        .map(|(k, v)| {
+            let mut kv = k.as_bytes().to_vec();
+            kv.push(b'=');
+            kv.extend_from_slice(v.as_bytes());
+            let hex: String = kv.iter().map(|b| format!("{b:02x}")).collect();
+            format!("env {hex}\n")
+        })
+        .collect()
+}
+
+fn unhex(s: &str) -> Option<Vec<u8>> {
+    if s.len() % 2 != 0 {
+        return None;
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
+        .collect()
+}
+
 /// Quotes `w` for a POSIX shell.
 pub fn shell_quote(w: &str) -> String {
     if !w.is_empty()
@@ -186,6 +227,7 @@ pub fn run_hosts(args: &RunArgs, hosts: &[Host], agent: Agent, signals: &Signals
             return EXIT_LAUNCHER_ERROR;
         }
     };
+    let env_lines = forwarded_env();
     let (tx, rx) = mpsc::channel::<Event>();
     let mut conns: Vec<ProxyConn> = Vec::new();
     let mut readers = Vec::new();
@@ -255,6 +297,10 @@ pub fn run_hosts(args: &RunArgs, hosts: &[Host], agent: Agent, signals: &Signals
         first.extend_from_slice(secret.text());
         first.push(b'\n');
         conn.send(&String::from_utf8_lossy(&first));
+        for line in &env_lines {
+            conn.send(line);
+        }
+        conn.send("start\n");
         let out = child.stdout.take().expect("piped stdout");
         let tx = tx.clone();
         let tag = args.tag_output;
@@ -269,6 +315,7 @@ pub fn run_hosts(args: &RunArgs, hosts: &[Host], agent: Agent, signals: &Signals
     let mut report_until: Option<Instant> = None;
     let mut kill_at: Option<Instant> = None;
     let mut killed = false;
+    let mut gave_up = false;
     let mut interrupts = 0;
     let grace = args.timeout_kill_secs;
 
@@ -373,7 +420,8 @@ pub fn run_hosts(args: &RunArgs, hosts: &[Host], agent: Agent, signals: &Signals
         if let (Some(at), true) = (kill_at, killed) {
             // Proxies that do not end even after SIGKILL to their ranks (a host that
             // hangs): stop waiting for them.
-            if now >= at + grace + Duration::from_secs(5) {
+            if now >= at + grace + Duration::from_secs(5) && !gave_up {
+                gave_up = true;
                 for c in conns.iter_mut().filter(|c| !c.gone) {
                     say(&format!("giving up on host {}", c.host));
                     // SAFETY: plain syscall on our own child's group.
@@ -529,10 +577,6 @@ pub fn proxy(args: ProxyArgs) -> i32 {
         eprintln!("hcomm proxy on {host}: {msg}");
         EXIT_LAUNCHER_ERROR
     };
-    if let Some(i) = &args.iface {
-        // Before any thread: the rendezvous choice below and the ranks read it.
-        std::env::set_var("HCOMM_SOCKET_IFNAME", i);
-    }
     if let Some(d) = &args.wdir {
         if let Err(e) = std::env::set_current_dir(d) {
             return fail(format!(
@@ -565,6 +609,27 @@ pub fn proxy(args: ProxyArgs) -> i32 {
         Err(e) => return fail(format!("job secret: {e}")),
     };
     drop(secret_line);
+    // `env <hex of NAME=VALUE>` lines, then `start`.
+    loop {
+        match read_line() {
+            Some(l) if l == "start" => break,
+            Some(l) => {
+                if let Some((k, v)) = l.strip_prefix("env ").and_then(unhex).and_then(|kv| {
+                    let i = kv.iter().position(|&b| b == b'=')?;
+                    Some((kv[..i].to_vec(), kv[i + 1..].to_vec()))
+                }) {
+                    use std::os::unix::ffi::OsStringExt;
+                    // Single-threaded still: nothing else reads the environment.
+                    std::env::set_var(OsString::from_vec(k), OsString::from_vec(v));
+                }
+            }
+            None => return fail("the launcher went away before the job started".into()),
+        }
+    }
+    if let Some(i) = &args.iface {
+        // Still single-threaded: the rendezvous choice below and the ranks read it.
+        std::env::set_var("HCOMM_SOCKET_IFNAME", i);
+    }
     let mut listener: Option<TcpListener> = None;
     let uri = if args.root {
         let (ip, ifname) = match hcomm_core::bootstrap::net::listen_address() {
@@ -813,5 +878,12 @@ mod tests {
         assert_eq!(shell_quote("it's"), "'it'\\''s'");
         assert_eq!(shell_quote(""), "''");
         assert_eq!(shell_quote("$HOME;x"), "'$HOME;x'");
+    }
+
+    #[test]
+    fn unhexes() {
+        assert_eq!(unhex("413d62").unwrap(), b"A=b");
+        assert!(unhex("4").is_none());
+        assert!(unhex("zz").is_none());
     }
 }

@@ -1,5 +1,6 @@
-//! `hcomm run`: start N ranks of a program on this host, wait for them, and turn their
-//! fate into one exit status — the single-host equivalent of `mpirun`.
+//! `hcomm run`: start N ranks of a program on this host (or across hosts, see the last
+//! section), wait for them, and turn their fate into one exit status — the equivalent of
+//! `mpirun`.
 //!
 //! # Environment contract
 //!
@@ -79,6 +80,70 @@
 //! When the job is over, whatever matches `/dev/shm/hcomm-<job>-*` is removed: ranks
 //! unlink their segments as soon as every peer has mapped them, this catches a rank
 //! killed at the wrong moment.
+//!
+//! # Across hosts
+//!
+//! With `--hosts h1:4,h2:4` (a host without `:N` has one slot), `--hostfile FILE` (`host
+//! slots=N` lines, `#` comments), or inside a Slurm allocation (`SLURM_JOB_NODELIST`, expanded
+//! by [`super::hosts::expand_nodelist`], each node taking ceil(N / nodes) ranks) the job runs
+//! across hosts ([`super::proxy`]); without them everything above holds unchanged. Ranks fill
+//! the hosts' slots in order (`mpirun --map-by slot`); more ranks than slots is an error.
+//!
+//! **One proxy per host.** The launcher starts `hcomm proxy` (a hidden subcommand of this
+//! binary, at this binary's absolute path on every host, or `--proxy-path`) once per host:
+//! through `ssh HOST WORDS...` by default, `--launcher-exec CMD` (an ssh-like program called
+//! as `CMD [its own words] HOST WORDS...`; like ssh, the remote side joins the words with
+//! spaces and runs them in a shell, so each word is shell-quoted), `srun -N 1 -n 1
+//! --ntasks-per-node=1 --mpi=none --input=all -w HOST` inside Slurm (one step per host, so
+//! that each proxy has its own stdin and stdout), or `--launcher fork` (the proxy runs here:
+//! every "host" is this machine; for tests). Each agent runs in its own process group with
+//! stdin and stdout piped to the launcher and stderr inherited. The proxy changes to the
+//! launcher's working directory (`--wdir`) and forks its ranks (with `HCOMM_LOCAL_RANK` /
+//! `HCOMM_LOCAL_SIZE` counting that host's ranks) exactly as above: one process group,
+//! `PR_SET_PDEATHSIG` against the proxy, stdin from `/dev/null` for every rank.
+//!
+//! **Launcher → proxy (the agent's stdin), one line each:** `secret <text>` first (the job
+//! secret never appears on a command line or in an environment: the proxy seals it in a memfd
+//! and hands it to its ranks as `HCOMM_SECRET_FD`), then `env <hex of NAME=VALUE>` for each
+//! of the launcher's `HCOMM_*` settings (a remote shell does not get the launcher's
+//! environment; the secret and contract variables are not sent), then `start`. A proxy
+//! without rank 0 then waits for `uri <uri>`. Afterwards: `term` (SIGCONT + SIGTERM to its
+//! ranks' group), `kill` (SIGKILL). End of stdin (the launcher or the connection died) and
+//! SIGHUP/SIGTERM/SIGINT to the proxy act as `term`, followed by SIGKILL after the grace
+//! period (`--grace`, from `--timeout-kill-secs`).
+//!
+//! **Proxy → launcher (the agent's stdout), one line each:** `U tcp://addr:port` (rank 0's
+//! proxy only), `O <rank> <line>` and `E <rank> <line>` (a line the rank wrote to stdout or
+//! stderr; the launcher prints it to its own stdout or stderr, prefixed `[rank] ` with
+//! `--tag-output`; a last line without a newline gets one, and output is always line-based
+//! across hosts), `X <rank> <pid> <code> <text>` (the rank ended; code as the exit status
+//! rules above, text as `exited with status S` / `was killed by signal N (NAME)`). Other
+//! lines (an agent's own messages) go to the launcher's stderr. The proxy exits once its
+//! ranks are reaped and their output relayed, removing `/dev/shm/hcomm-<job>-*` on its host.
+//!
+//! **Rendezvous.** Rank 0's proxy binds the listener itself, on the interface that
+//! `--iface IFNAME` or `HCOMM_SOCKET_IFNAME` names, else the first non-loopback interface
+//! that is up ([`hcomm_core::bootstrap::net`]), port 0; rank 0 inherits it as
+//! `HCOMM_BOOTSTRAP_FD` as above, and the proxy reports the address (`U`). The launcher then
+//! sends it (`uri`) to the other proxies, and every rank gets it as `HCOMM_URI`. So the port
+//! is never raced for, and the address is one of rank 0's host that the others can reach.
+//! `--iface` is also exported to every rank as `HCOMM_SOCKET_IFNAME` (as Hydra's `-iface`).
+//! On one host, `--iface` makes the launcher's own listener bind that interface's address
+//! instead of loopback.
+//!
+//! **Failures.** The first `X` with a non-zero code ends the job as on one host (`rank R (pid
+//! P on HOST) exited with status S`, the report window, then `term` to every proxy and `kill`
+//! after the grace period). A proxy whose stdout ends before all of its ranks reported
+//! (host down, ssh failed, proxy killed) ends the job with `lost host HOST: its proxy ended
+//! (...)`, status 1. SIGINT/SIGTERM/SIGHUP to the launcher become `term` (a second one
+//! `kill`) and status 128 + N. If rank 0's proxy does not report the rendezvous address
+//! within 60 s the job ends. Proxies that do not end 5 s after `kill` plus the grace period
+//! are killed (their agents are).
+//!
+//! **Other launchers' variables.** Every rank, on one host or many, has `PMI_FD`, `PMI_PORT`,
+//! `PMI_RANK`, `PMI_SIZE`, `PMI_JOBID`, `PMIX_*`, `OMPI_COMM_WORLD_*`, `SLURM_STEP_ID`,
+//! `SLURM_STEP_NUM_TASKS` and `SLURM_PROCID` removed: libhcomm prefers PMIx and PMI over
+//! `HCOMM_RANK` and would otherwise join the launcher that started `hcomm run` itself.
 
 use std::ffi::OsString;
 use std::io::{self, BufRead, BufReader, Read, Write};
@@ -110,7 +175,7 @@ pub(crate) const REPORT_WINDOW: Duration = Duration::from_secs(1);
 /// Arguments of `hcomm run`.
 #[derive(Debug, Args)]
 #[command(
-    override_usage = "hcomm run -n N [--tag-output] [--timeout-kill-secs S] [--] PROG [ARGS]...",
+    override_usage = "hcomm run -n N [--tag-output] [--timeout-kill-secs S] [--hosts H1:N,H2:N | --hostfile F] [--launcher ssh|fork] [--launcher-exec CMD] [--iface IF] [--] PROG [ARGS]...",
     after_help = "\
 Each rank gets HCOMM_RANK, HCOMM_SIZE, HCOMM_LOCAL_RANK, HCOMM_LOCAL_SIZE, HCOMM_URI and
 HCOMM_JOB_ID; rank 0 also gets HCOMM_BOOTSTRAP_FD, an inherited listening socket bound to
