@@ -138,7 +138,8 @@
 //! (...)`, status 1. SIGINT/SIGTERM/SIGHUP to the launcher become `term` (a second one
 //! `kill`) and status 128 + N. If rank 0's proxy does not report the rendezvous address
 //! within 60 s the job ends. Proxies that do not end 5 s after `kill` plus the grace period
-//! are killed (their agents are).
+//! are killed (their agents are). Ctrl-Z (SIGTSTP) and SIGCONT are not forwarded across
+//! hosts.
 //!
 //! **Other launchers' variables.** Every rank, on one host or many, has `PMI_FD`, `PMI_PORT`,
 //! `PMI_RANK`, `PMI_SIZE`, `PMI_JOBID`, `PMIX_*`, `OMPI_COMM_WORLD_*`, `SLURM_STEP_ID`,
