@@ -12,6 +12,11 @@ fn hcomm() -> Command {
 fn run_hosts(n: usize, extra: &[&str], prog: &[&str]) -> (Output, Duration) {
     let start = Instant::now();
     let out = hcomm()
+        // The launcher that started `hcomm run` (here: pretend Hydra and Open MPI) must not
+        // leak into the ranks: libhcomm would join it.
+        .env("PMI_RANK", "5")
+        .env("PMI_SIZE", "9")
+        .env("OMPI_COMM_WORLD_SIZE", "9")
         .args(["run", "-n", &n.to_string()])
         .args(["--hosts", "localhost:2,127.0.0.1:2", "--launcher", "fork"])
         .args(extra)
@@ -35,7 +40,8 @@ fn contract_and_output_across_two_hosts() {
             "sh",
             "-c",
             "echo rank=$HCOMM_RANK size=$HCOMM_SIZE local=$HCOMM_LOCAL_RANK/$HCOMM_LOCAL_SIZE \
-             job=$HCOMM_JOB_ID uri=$HCOMM_URI pmi=${PMI_RANK:-none}; echo to-stderr >&2",
+             job=$HCOMM_JOB_ID uri=$HCOMM_URI pmi=${PMI_RANK:-none}${PMI_SIZE:-}${OMPI_COMM_WORLD_SIZE:-}; \
+             echo to-stderr >&2",
         ],
     );
     assert_eq!(out.status.code(), Some(0), "{out:?}");
@@ -204,4 +210,44 @@ fn sigterm_to_the_launcher_ends_every_host() {
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(143), "{status:?}");
     assert!(start.elapsed() < Duration::from_secs(10));
+}
+
+#[test]
+fn hostfile_and_single_host_iface() {
+    let path = std::env::temp_dir().join(format!("hcomm-hostfile-{}", std::process::id()));
+    std::fs::write(
+        &path,
+        "# two hosts\nlocalhost slots=1\n127.0.0.1 slots=2 # comment\n",
+    )
+    .unwrap();
+    let out = hcomm()
+        .args(["run", "-n", "3", "--hostfile", path.to_str().unwrap()])
+        .args(["--launcher", "fork", "--tag-output"])
+        .args(["sh", "-c", "echo local=$HCOMM_LOCAL_RANK/$HCOMM_LOCAL_SIZE"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("start hcomm");
+    let _ = std::fs::remove_file(&path);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let stdout = text(&out.stdout);
+    for line in ["[0] local=0/1", "[1] local=0/2", "[2] local=1/2"] {
+        assert!(stdout.contains(line), "{stdout}");
+    }
+    // One host with --iface: the rendezvous is on that interface, exported to the ranks.
+    let out = hcomm()
+        .args(["run", "-n", "2", "--iface", "lo", "--tag-output"])
+        .args([
+            "sh",
+            "-c",
+            "echo $HCOMM_SOCKET_IFNAME $HCOMM_URI ${PMIX_RANK:-nopmix}",
+        ])
+        .env("PMIX_RANK", "3")
+        .stdin(Stdio::null())
+        .output()
+        .expect("start hcomm");
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(
+        text(&out.stdout).contains("[1] lo tcp://127.0.0.1:"),
+        "{out:?}"
+    );
 }
