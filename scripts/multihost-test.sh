@@ -16,20 +16,21 @@
 #       libhcomm.so program (needs libhcomm's PMI-1 client; fails until it has one)
 #   (d) Open MPI: mpirun.openmpi --mca plm_rsh_agent AGENT --host A:2,B:2 -n 4 with
 #       LD_PRELOAD=libhcomm_preload.so, HCOMM_STATS=1 showing hcomm handled the collectives
+#   (e) host B dies (every process in its namespace SIGKILLed): the job ends naming it
 #
 # Afterwards nothing may be left in /dev/shm (hcomm-*) or in `ip netns list` from this run.
 # Prints "N passed, N failed"; exits non-zero on any failure. Needs root; where namespaces
 # cannot be created it prints "SKIP: ..." and exits 0.
 #
 # Usage: scripts/multihost-test.sh   (env BUILD=dir, default target/release; TIMEOUT per case,
-#        default 60; CHECK_LARGE for coll_check, default 20000; CASES, default "a b c d")
+#        default 60; CHECK_LARGE for coll_check, default 20000; CASES, default "a b c d e")
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 BUILD=${BUILD:-$ROOT/target/release}
 TIMEOUT=${TIMEOUT:-60}
 CHECK_LARGE=${CHECK_LARGE:-20000}
-CASES=${CASES:-"a b c d"}
+CASES=${CASES:-"a b c d e"}
 TAG=hm$$
 NSA=$TAG-a NSB=$TAG-b NSS=$TAG-sw
 BR=${TAG}br
@@ -192,6 +193,24 @@ case_d() {
         pass "(d) Open MPI + preload across hosts: $(grep -h -m1 'checks passed' "$WORK/d.out"); hcomm handled the allreduces on 4 ranks"
     else
         fail "(d) Open MPI + preload: exit status $rc, $handled ranks with hcomm-handled allreduces: $(head -c 400 "$WORK/d.err")"
+    fi
+}
+
+case_e() {
+    # Host B dies: every process in its namespace is killed mid-job.
+    local rc=0 start end pid
+    start=$(date +%s)
+    on_a "$HCOMM" run -n 4 --hosts A:2,B:2 --iface "$IFACE" --launcher-exec "$AGENT" \
+        sleep 60 >"$WORK/e.out" 2>"$WORK/e.err" </dev/null &
+    pid=$!
+    sleep 2
+    ip netns pids "$NSB" | xargs -r kill -9
+    wait "$pid" || rc=$?
+    end=$(date +%s)
+    if [ "$rc" -ne 0 ] && [ $((end - start)) -le 15 ] && grep -q 'lost host B' "$WORK/e.err"; then
+        pass "(e) dead host named in $((end - start)) s: $(grep -m1 'lost host B' "$WORK/e.err")"
+    else
+        fail "(e) dead host: exit status $rc after $((end - start)) s: $(head -5 "$WORK/e.err")"
     fi
 }
 
