@@ -46,6 +46,7 @@ cleanup() {
         ip netns del "$ns" 2>/dev/null || true
         rm -rf "/etc/netns/$ns"
     done
+    rmdir /etc/netns 2>/dev/null || true # only if this run left it empty
     rm -rf "$WORK"
 }
 trap cleanup EXIT
