@@ -35,6 +35,9 @@ enum Command {
     Profile(cli::profile::ProfileArgs),
     /// Check every pair of ranks and every collective once: hcomm selftest -n 3
     Selftest(cli::selftest::SelftestArgs),
+    /// One host's share of `hcomm run` across hosts (started by the launcher)
+    #[command(hide = true)]
+    Proxy(cli::proxy::ProxyArgs),
 }
 
 fn main() {
@@ -50,6 +53,7 @@ fn main() {
         Command::Doctor(args) => cli::doctor::doctor(args),
         Command::Profile(args) => cli::profile::profile(args),
         Command::Selftest(args) => cli::selftest::selftest(args),
+        Command::Proxy(args) => cli::proxy::proxy(args),
     };
     std::process::exit(code);
 }

@@ -204,8 +204,13 @@ pub struct SecretFd(std::os::fd::OwnedFd);
 
 impl SecretFd {
     pub fn new() -> Result<SecretFd> {
+        SecretFd::with_secret(&Secret::random("the launcher")?)
+    }
+
+    /// A sealed memfd holding `secret` (a proxy of `hcomm run` across hosts, which got the
+    /// secret from the launcher over its standard input).
+    pub fn with_secret(secret: &Secret) -> Result<SecretFd> {
         use std::os::fd::FromRawFd;
-        let secret = Secret::random("the launcher")?;
         // SAFETY: the name is a NUL-terminated literal; flags are plain integers.
         let fd = unsafe { libc::memfd_create(c"hcomm-secret".as_ptr(), libc::MFD_ALLOW_SEALING) };
         if fd < 0 {

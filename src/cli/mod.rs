@@ -10,15 +10,27 @@ use std::ffi::{OsStr, OsString};
 
 pub mod bench;
 pub mod doctor;
+pub mod hosts;
 pub mod info;
 pub mod install;
 pub mod profile;
+pub mod proxy;
 pub mod run;
 pub mod selftest;
 
 /// Options of `hcomm run` that take a separate value (`-n 4`, `--timeout-kill-secs 3`),
 /// so that the value is not mistaken for the program name while scanning.
-const RUN_OPTS_WITH_VALUE: &[&str] = &["-n", "--np", "--timeout-kill-secs"];
+const RUN_OPTS_WITH_VALUE: &[&str] = &[
+    "-n",
+    "--np",
+    "--timeout-kill-secs",
+    "--hosts",
+    "--hostfile",
+    "--launcher",
+    "--launcher-exec",
+    "--iface",
+    "--proxy-path",
+];
 
 /// Rewrites Open MPI spellings clap cannot parse: in `hcomm run`'s own options,
 /// `-np N` becomes `-n N` and `-npN` becomes `-nN`. Everything from the program name

@@ -1,5 +1,6 @@
-//! `hcomm run`: start N ranks of a program on this host, wait for them, and turn their
-//! fate into one exit status — the single-host equivalent of `mpirun`.
+//! `hcomm run`: start N ranks of a program on this host (or across hosts, see the last
+//! section), wait for them, and turn their fate into one exit status — the equivalent of
+//! `mpirun`.
 //!
 //! # Environment contract
 //!
@@ -79,11 +80,76 @@
 //! When the job is over, whatever matches `/dev/shm/hcomm-<job>-*` is removed: ranks
 //! unlink their segments as soon as every peer has mapped them, this catches a rank
 //! killed at the wrong moment.
+//!
+//! # Across hosts
+//!
+//! With `--hosts h1:4,h2:4` (a host without `:N` has one slot), `--hostfile FILE` (`host
+//! slots=N` lines, `#` comments), or inside a Slurm allocation (`SLURM_JOB_NODELIST`, expanded
+//! by [`super::hosts::expand_nodelist`], each node taking ceil(N / nodes) ranks) the job runs
+//! across hosts ([`super::proxy`]); without them everything above holds unchanged. Ranks fill
+//! the hosts' slots in order (`mpirun --map-by slot`); more ranks than slots is an error.
+//!
+//! **One proxy per host.** The launcher starts `hcomm proxy` (a hidden subcommand of this
+//! binary, at this binary's absolute path on every host, or `--proxy-path`) once per host:
+//! through `ssh HOST WORDS...` by default, `--launcher-exec CMD` (an ssh-like program called
+//! as `CMD [its own words] HOST WORDS...`; like ssh, the remote side joins the words with
+//! spaces and runs them in a shell, so each word is shell-quoted), `srun -N 1 -n 1
+//! --ntasks-per-node=1 --mpi=none --input=all -w HOST` inside Slurm (one step per host, so
+//! that each proxy has its own stdin and stdout), or `--launcher fork` (the proxy runs here:
+//! every "host" is this machine; for tests). Each agent runs in its own process group with
+//! stdin and stdout piped to the launcher and stderr inherited. The proxy changes to the
+//! launcher's working directory (`--wdir`) and forks its ranks (with `HCOMM_LOCAL_RANK` /
+//! `HCOMM_LOCAL_SIZE` counting that host's ranks) exactly as above: one process group,
+//! `PR_SET_PDEATHSIG` against the proxy, stdin from `/dev/null` for every rank.
+//!
+//! **Launcher → proxy (the agent's stdin), one line each:** `secret <text>` first (the job
+//! secret never appears on a command line or in an environment: the proxy seals it in a memfd
+//! and hands it to its ranks as `HCOMM_SECRET_FD`), then `env <hex of NAME=VALUE>` for each
+//! of the launcher's `HCOMM_*` settings (a remote shell does not get the launcher's
+//! environment; the secret and contract variables are not sent), then `start`. A proxy
+//! without rank 0 then waits for `uri <uri>`. Afterwards: `term` (SIGCONT + SIGTERM to its
+//! ranks' group), `kill` (SIGKILL). End of stdin (the launcher or the connection died) and
+//! SIGHUP/SIGTERM/SIGINT to the proxy act as `term`, followed by SIGKILL after the grace
+//! period (`--grace`, from `--timeout-kill-secs`).
+//!
+//! **Proxy → launcher (the agent's stdout), one line each:** `U tcp://addr:port` (rank 0's
+//! proxy only), `O <rank> <line>` and `E <rank> <line>` (a line the rank wrote to stdout or
+//! stderr; the launcher prints it to its own stdout or stderr, prefixed `[rank] ` with
+//! `--tag-output`; a last line without a newline gets one, and output is always line-based
+//! across hosts), `X <rank> <pid> <code> <text>` (the rank ended; code as the exit status
+//! rules above, text as `exited with status S` / `was killed by signal N (NAME)`). Other
+//! lines (an agent's own messages) go to the launcher's stderr. The proxy exits once its
+//! ranks are reaped and their output relayed, removing `/dev/shm/hcomm-<job>-*` on its host.
+//!
+//! **Rendezvous.** Rank 0's proxy binds the listener itself, on the interface that
+//! `--iface IFNAME` or `HCOMM_SOCKET_IFNAME` names, else the first non-loopback interface
+//! that is up ([`hcomm_core::bootstrap::net`]), port 0; rank 0 inherits it as
+//! `HCOMM_BOOTSTRAP_FD` as above, and the proxy reports the address (`U`). The launcher then
+//! sends it (`uri`) to the other proxies, and every rank gets it as `HCOMM_URI`. So the port
+//! is never raced for, and the address is one of rank 0's host that the others can reach.
+//! `--iface` is also exported to every rank as `HCOMM_SOCKET_IFNAME` (as Hydra's `-iface`).
+//! On one host, `--iface` makes the launcher's own listener bind that interface's address
+//! instead of loopback.
+//!
+//! **Failures.** The first `X` with a non-zero code ends the job as on one host (`rank R (pid
+//! P on HOST) exited with status S`, the report window, then `term` to every proxy and `kill`
+//! after the grace period). A proxy whose stdout ends before all of its ranks reported
+//! (host down, ssh failed, proxy killed) ends the job with `lost host HOST: its proxy ended
+//! (...)`, status 1. SIGINT/SIGTERM/SIGHUP to the launcher become `term` (a second one
+//! `kill`) and status 128 + N. If rank 0's proxy does not report the rendezvous address
+//! within 60 s the job ends. Proxies that do not end 5 s after `kill` plus the grace period
+//! are killed (their agents are). Ctrl-Z (SIGTSTP) and SIGCONT are not forwarded across
+//! hosts.
+//!
+//! **Other launchers' variables.** Every rank, on one host or many, has `PMI_FD`, `PMI_PORT`,
+//! `PMI_RANK`, `PMI_SIZE`, `PMI_JOBID`, `PMIX_*`, `OMPI_COMM_WORLD_*`, `SLURM_STEP_ID`,
+//! `SLURM_STEP_NUM_TASKS` and `SLURM_PROCID` removed: libhcomm prefers PMIx and PMI over
+//! `HCOMM_RANK` and would otherwise join the launcher that started `hcomm run` itself.
 
 use std::ffi::OsString;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::mem::MaybeUninit;
-use std::net::TcpListener;
+use std::net::{IpAddr, Ipv4Addr, TcpListener};
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::process::{ChildStdin, Command, Stdio};
@@ -95,9 +161,9 @@ use clap::Args;
 use hcomm_core::bootstrap::contract;
 
 /// Exit status when the program cannot be started (as a shell does).
-const EXIT_CANNOT_START: i32 = 127;
+pub(crate) const EXIT_CANNOT_START: i32 = 127;
 /// Exit status for a launcher-side failure (no rendezvous socket, signal setup).
-const EXIT_LAUNCHER_ERROR: i32 = 1;
+pub(crate) const EXIT_LAUNCHER_ERROR: i32 = 1;
 /// Longest sleep of the wait loop: a safety net, signals wake it sooner.
 const WAIT_TICK: Duration = Duration::from_millis(500);
 /// With --tag-output, how long to wait for output after the last rank exited when no
@@ -105,12 +171,12 @@ const WAIT_TICK: Duration = Duration::from_millis(500);
 const OUTPUT_DRAIN_IDLE: Duration = Duration::from_secs(2);
 /// After a rank fails, how long the others get to notice (hcomm's liveness checks run every
 /// 100 ms) and report the failure themselves before the launcher signals them.
-const REPORT_WINDOW: Duration = Duration::from_secs(1);
+pub(crate) const REPORT_WINDOW: Duration = Duration::from_secs(1);
 
 /// Arguments of `hcomm run`.
 #[derive(Debug, Args)]
 #[command(
-    override_usage = "hcomm run -n N [--tag-output] [--timeout-kill-secs S] [--] PROG [ARGS]...",
+    override_usage = "hcomm run -n N [--tag-output] [--timeout-kill-secs S] [--hosts H1:N,H2:N | --hostfile F] [--launcher ssh|fork] [--launcher-exec CMD] [--iface IF] [--] PROG [ARGS]...",
     after_help = "\
 Each rank gets HCOMM_RANK, HCOMM_SIZE, HCOMM_LOCAL_RANK, HCOMM_LOCAL_SIZE, HCOMM_URI and
 HCOMM_JOB_ID; rank 0 also gets HCOMM_BOOTSTRAP_FD, an inherited listening socket bound to
@@ -139,6 +205,32 @@ pub struct RunArgs {
     /// Seconds between SIGTERM and SIGKILL when ending the ranks (fractions allowed)
     #[arg(long, value_name = "S", default_value = "3", value_parser = parse_grace)]
     pub timeout_kill_secs: Duration,
+
+    /// Hosts to run on, with their slots: h1:4,h2:4 (a host without :N has 1 slot)
+    #[arg(long, value_name = "LIST", conflicts_with = "hostfile")]
+    pub hosts: Option<String>,
+
+    /// File of hosts, one "host slots=N" a line (# starts a comment)
+    #[arg(long, value_name = "FILE")]
+    pub hostfile: Option<std::path::PathBuf>,
+
+    /// How to reach the hosts: ssh (the default with hosts) or fork (run every host's
+    /// proxy here, for tests)
+    #[arg(long, value_name = "ssh|fork", value_parser = ["ssh", "fork"])]
+    pub launcher: Option<String>,
+
+    /// ssh-like program called as CMD [OPTIONS] HOST COMMAND... (default: ssh); words
+    /// after the first are its options
+    #[arg(long, value_name = "CMD")]
+    pub launcher_exec: Option<String>,
+
+    /// Network interface of the rendezvous, exported to ranks as HCOMM_SOCKET_IFNAME
+    #[arg(long, value_name = "IFNAME")]
+    pub iface: Option<String>,
+
+    /// Path of the hcomm binary on the other hosts (default: this one's)
+    #[arg(long, value_name = "PATH")]
+    pub proxy_path: Option<String>,
 
     /// Program to run, then its arguments (passed verbatim, even those starting with -)
     // trailing_var_arg: from PROG on, every argument is the program's, `-n` and `--`
@@ -186,14 +278,38 @@ pub fn run(args: RunArgs) -> i32 {
             return EXIT_LAUNCHER_ERROR;
         }
     };
-    let listener = match TcpListener::bind("127.0.0.1:0").and_then(|l| {
+    match host_plan(&args) {
+        Ok(Some((hosts, agent))) => {
+            return super::proxy::run_hosts(&args, &hosts, agent, &signals);
+        }
+        Ok(None) => {}
+        Err(e) => {
+            say(&e);
+            return EXIT_LAUNCHER_ERROR;
+        }
+    }
+    // --iface on one host: listen there, and the ranks use it too.
+    let bind_ip = match &args.iface {
+        None => IpAddr::V4(Ipv4Addr::LOCALHOST),
+        Some(i) => {
+            std::env::set_var("HCOMM_SOCKET_IFNAME", i);
+            match hcomm_core::bootstrap::net::listen_address() {
+                Ok((ip, _)) => ip,
+                Err(e) => {
+                    say(&format!("--iface {i}: {e}"));
+                    return EXIT_LAUNCHER_ERROR;
+                }
+            }
+        }
+    };
+    let listener = match TcpListener::bind((bind_ip, 0)).and_then(|l| {
         let port = l.local_addr()?.port();
         Ok((l, port))
     }) {
         Ok(l) => l,
         Err(e) => {
             say(&format!(
-                "cannot open the rendezvous socket on 127.0.0.1: {}",
+                "cannot open the rendezvous socket on {bind_ip}: {}",
                 os_error_text(&e)
             ));
             return EXIT_LAUNCHER_ERROR;
@@ -211,7 +327,15 @@ pub fn run(args: RunArgs) -> i32 {
     let mut job = Job::new(args.timeout_kill_secs);
     let mut output = OutputForwarding::new();
 
-    spawn_ranks(&args, &listener, &job_id, &secret, &mut job, &mut output);
+    spawn_ranks(
+        &args,
+        bind_ip,
+        &listener,
+        &job_id,
+        &secret,
+        &mut job,
+        &mut output,
+    );
     // Every rank has its copy of the secret.
     drop(secret);
     // Rank 0 has its own copy of the listener (if it started); the launcher's goes now.
@@ -223,10 +347,94 @@ pub fn run(args: RunArgs) -> i32 {
     job.exit_status()
 }
 
+/// Variables of other launchers that would make libhcomm join them instead of this job
+/// (its detection prefers PMIx and PMI over HCOMM_RANK): removed from every rank's
+/// environment, with every `PMIX_*` and `OMPI_COMM_WORLD_*`.
+const FOREIGN_LAUNCHER_VARS: &[&str] = &[
+    "PMI_FD",
+    "PMI_PORT",
+    "PMI_RANK",
+    "PMI_SIZE",
+    "PMI_JOBID",
+    "SLURM_STEP_ID",
+    "SLURM_STEP_NUM_TASKS",
+    "SLURM_PROCID",
+];
+const FOREIGN_LAUNCHER_PREFIXES: &[&str] = &["PMIX_", "OMPI_COMM_WORLD_"];
+
+/// Removes the variables of [`FOREIGN_LAUNCHER_VARS`] and prefixes from `cmd`'s environment.
+pub(crate) fn scrub_launcher_env(cmd: &mut Command) {
+    for v in FOREIGN_LAUNCHER_VARS {
+        cmd.env_remove(v);
+    }
+    for (k, _) in std::env::vars_os() {
+        let b = k.as_encoded_bytes();
+        if FOREIGN_LAUNCHER_PREFIXES
+            .iter()
+            .any(|p| b.starts_with(p.as_bytes()))
+        {
+            cmd.env_remove(&k);
+        }
+    }
+}
+
+/// The hosts of a job across hosts and how to reach them; None for the single-host job
+/// (no --hosts, no --hostfile, not inside a Slurm allocation).
+fn host_plan(
+    args: &RunArgs,
+) -> Result<Option<(Vec<super::hosts::Host>, super::proxy::Agent)>, String> {
+    use super::hosts;
+    use super::proxy::Agent;
+    let (list, slurm) = if let Some(h) = &args.hosts {
+        (
+            hosts::parse_host_list(h).map_err(|e| format!("--hosts: {e}"))?,
+            false,
+        )
+    } else if let Some(f) = &args.hostfile {
+        let text = std::fs::read_to_string(f)
+            .map_err(|e| format!("--hostfile {}: {}", f.display(), os_error_text(&e)))?;
+        (
+            hosts::parse_hostfile(&text).map_err(|e| format!("{}: {e}", f.display()))?,
+            false,
+        )
+    } else if let Some(nl) = std::env::var("SLURM_JOB_NODELIST")
+        .ok()
+        .filter(|v| !v.trim().is_empty())
+    {
+        let names = hosts::expand_nodelist(&nl).map_err(|e| format!("SLURM_JOB_NODELIST: {e}"))?;
+        // Block distribution: as many ranks on each node as it takes.
+        let per = args.nranks.div_ceil(names.len().max(1)).max(1);
+        (
+            names
+                .into_iter()
+                .map(|name| hosts::Host { name, slots: per })
+                .collect(),
+            true,
+        )
+    } else {
+        return Ok(None);
+    };
+    let agent = match (args.launcher.as_deref(), &args.launcher_exec) {
+        (Some("fork"), _) => Agent::Fork,
+        (_, Some(exec)) => {
+            let words: Vec<String> = exec.split_whitespace().map(String::from).collect();
+            if words.is_empty() {
+                return Err("--launcher-exec is empty".into());
+            }
+            Agent::Exec(words)
+        }
+        (Some(_), None) => Agent::Exec(vec!["ssh".into()]),
+        (None, None) if slurm => Agent::Srun,
+        (None, None) => Agent::Exec(vec!["ssh".into()]),
+    };
+    Ok(Some((list, agent)))
+}
+
 /// Starts the ranks one after the other, stopping at the first that cannot be started
 /// (`job` then holds status 127, and [`Job::wait`] ends the ranks already started).
 fn spawn_ranks(
     args: &RunArgs,
+    bind_ip: IpAddr,
     listener: &(TcpListener, u16),
     job_id: &str,
     secret: &hcomm_core::auth::SecretFd,
@@ -235,7 +443,7 @@ fn spawn_ranks(
 ) {
     let (listener, port) = listener;
     let boot_fd = listener.as_raw_fd();
-    let uri = format!("tcp://127.0.0.1:{port}");
+    let uri = format!("tcp://{}", std::net::SocketAddr::new(bind_ip, *port));
     let size = args.nranks.to_string();
     // SAFETY: getpid has no preconditions.
     let launcher_pid = unsafe { libc::getpid() };
@@ -258,6 +466,7 @@ fn spawn_ranks(
             .env_remove(hcomm_core::auth::ENV_SECRET)
             // 0: a new group led by this child; then join it.
             .process_group(job.pgid.unwrap_or(0));
+        scrub_launcher_env(&mut cmd);
         let inherit_fd = if rank == 0 {
             cmd.env(contract::ENV_BOOTSTRAP_FD, boot_fd.to_string());
             Some(boot_fd)
@@ -309,7 +518,7 @@ fn spawn_ranks(
 }
 
 /// Runs in the child between fork and exec: only async-signal-safe calls, no allocation.
-fn child_setup(launcher_pid: libc::pid_t, inherit_fd: Option<RawFd>) -> io::Result<()> {
+pub(crate) fn child_setup(launcher_pid: libc::pid_t, inherit_fd: Option<RawFd>) -> io::Result<()> {
     // SAFETY: sigemptyset/sigprocmask/prctl/getppid/fcntl are async-signal-safe and are
     // given valid pointers (a local sigset) or plain integers.
     unsafe {
@@ -541,7 +750,7 @@ impl Job {
 }
 
 /// The launcher's blocked signals, received synchronously with `sigtimedwait`.
-struct Signals {
+pub(crate) struct Signals {
     wait_set: libc::sigset_t,
 }
 
@@ -557,7 +766,7 @@ impl Signals {
 
     /// Blocks the waited signals (and SIGTTIN) in the calling thread; call it before
     /// any other thread exists so that all of them inherit the mask.
-    fn block() -> io::Result<Self> {
+    pub(crate) fn block() -> io::Result<Self> {
         // SAFETY: the sigset functions get pointers to locals they initialise first;
         // signal(SIGCHLD, SIG_DFL) installs no handler.
         unsafe {
@@ -581,7 +790,7 @@ impl Signals {
     }
 
     /// Next waited signal, or None after `timeout`.
-    fn wait(&self, timeout: Duration) -> Option<libc::c_int> {
+    pub(crate) fn wait(&self, timeout: Duration) -> Option<libc::c_int> {
         let ts = libc::timespec {
             tv_sec: timeout.as_secs().min(i32::MAX as u64) as libc::time_t,
             tv_nsec: timeout.subsec_nanos() as libc::c_long,
@@ -718,7 +927,7 @@ fn forward_stdin(mut dest: ChildStdin) {
 
 /// Removes `/dev/shm/hcomm-<job>-*`, the shared-memory segments of this job that a rank
 /// killed at the wrong moment did not unlink.
-fn remove_leftover_segments(job_id: &str) {
+pub(crate) fn remove_leftover_segments(job_id: &str) {
     let prefix = format!("{}{job_id}-", contract::SHM_PREFIX);
     let Ok(dir) = std::fs::read_dir("/dev/shm") else {
         return;
@@ -735,7 +944,7 @@ fn remove_leftover_segments(job_id: &str) {
 }
 
 /// A job id of 12 hex digits, unique enough per host: pid and time, mixed.
-fn new_job_id() -> String {
+pub(crate) fn new_job_id() -> String {
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_nanos() as u64)
@@ -750,12 +959,12 @@ fn new_job_id() -> String {
 }
 
 /// Writes `hcomm run: <msg>` to stderr in one piece.
-fn say(msg: &str) {
+pub(crate) fn say(msg: &str) {
     let line = format!("hcomm run: {msg}\n");
     let _ = io::stderr().lock().write_all(line.as_bytes());
 }
 
-fn ranks_word(n: usize) -> String {
+pub(crate) fn ranks_word(n: usize) -> String {
     if n == 1 {
         "1 rank".into()
     } else {
@@ -764,7 +973,7 @@ fn ranks_word(n: usize) -> String {
 }
 
 /// An I/O error's text without std's " (os error N)" suffix.
-fn os_error_text(e: &io::Error) -> String {
+pub(crate) fn os_error_text(e: &io::Error) -> String {
     let text = e.to_string();
     match text.find(" (os error ") {
         Some(i) if e.raw_os_error().is_some() => text[..i].to_string(),
@@ -772,7 +981,7 @@ fn os_error_text(e: &io::Error) -> String {
     }
 }
 
-fn signal_name(sig: libc::c_int) -> String {
+pub(crate) fn signal_name(sig: libc::c_int) -> String {
     let name = match sig {
         libc::SIGHUP => "SIGHUP",
         libc::SIGINT => "SIGINT",
