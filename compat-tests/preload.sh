@@ -158,6 +158,7 @@ handled_of() {
         threads) echo "allreduce bcast allgather reduce_scatter_block barrier" ;;
         comm) echo "allreduce allgather" ;;
         userop) echo "allreduce" ;;
+        ops_all) echo "allreduce reduce_scatter reduce_scatter_block reduce" ;;
     esac
 }
 forwarded_of() {
@@ -172,7 +173,7 @@ build_all() { # impl dir; prints build failures as FAIL
     cc=$(mpicc_of "$impl")
     mkdir -p "$dir"
     local p src
-    for p in coll_check coll coll_c init_thread errors comm_churn threads comm userop; do
+    for p in coll_check coll coll_c init_thread errors comm_churn threads comm userop ops_all; do
         src=compat-tests/$p.c
         case "$p" in
             coll_check|threads) src=tests/c/$p.c ;;
@@ -242,7 +243,7 @@ for impl in $IMPLS; do
     dir=$OUTDIR/$impl
     build_all "$impl" "$dir"
     for np in $NPROCS; do
-        for p in coll_check coll coll_c init_thread local errors comm_churn threads comm userop; do
+        for p in coll_check coll coll_c init_thread local errors comm_churn threads comm userop ops_all; do
             [ -x "$dir/$p" ] || continue
             args=()
             [ "$p" = local ] && args=("$dir/local_ext.so")

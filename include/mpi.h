@@ -396,6 +396,8 @@ int MPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int *result);
 int MPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler);
 int MPI_Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler *errhandler);
 int MPI_Error_string(int errorcode, char *string, int *resultlen);
+/* Removed in MPI-3; MPICH still provides it (MPI_Comm_set_errhandler). */
+int MPI_Errhandler_set(MPI_Comm comm, MPI_Errhandler errhandler);
 int MPI_Error_class(int errorcode, int *errorclass);
 
 /* Datatypes */
@@ -545,6 +547,7 @@ int PMPI_Comm_compare(MPI_Comm comm1, MPI_Comm comm2, int *result);
 int PMPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler);
 int PMPI_Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler *errhandler);
 int PMPI_Error_string(int errorcode, char *string, int *resultlen);
+int PMPI_Errhandler_set(MPI_Comm comm, MPI_Errhandler errhandler);
 int PMPI_Error_class(int errorcode, int *errorclass);
 int PMPI_Type_size(MPI_Datatype datatype, int *size);
 int PMPI_Type_size_c(MPI_Datatype datatype, MPI_Count *size);

@@ -160,6 +160,7 @@ export_mpi_functions! {
     fn MPI_Comm_free / PMPI_Comm_free(comm: *mut Comm) -> c_int => api::comm_free;
     fn MPI_Comm_compare / PMPI_Comm_compare(comm1: Comm, comm2: Comm, result: *mut c_int) -> c_int => api::comm_compare;
     fn MPI_Comm_set_errhandler / PMPI_Comm_set_errhandler(comm: Comm, errhandler: Errhandler) -> c_int => api::comm_set_errhandler;
+    fn MPI_Errhandler_set / PMPI_Errhandler_set(comm: Comm, errhandler: Errhandler) -> c_int => api::comm_set_errhandler;
     fn MPI_Comm_get_errhandler / PMPI_Comm_get_errhandler(comm: Comm, errhandler: *mut Errhandler) -> c_int => api::comm_get_errhandler;
     fn MPI_Error_string / PMPI_Error_string(errorcode: c_int, string: *mut c_char, resultlen: *mut c_int) -> c_int => api::error_string;
     fn MPI_Error_class / PMPI_Error_class(errorcode: c_int, errorclass: *mut c_int) -> c_int => api::error_class;

@@ -30,8 +30,18 @@ pub enum ElemType {
     /// `MPI_BYTE`: bitwise ops only.
     Byte,
     /// `MPI_CHAR`: MPI allows no reduction on it, but MPICH and Open MPI accept
-    /// SUM/PROD/MIN/MAX (signed 8-bit arithmetic), and programs rely on it.
+    /// SUM/PROD/MIN/MAX (signed 8-bit arithmetic) and the logical and bitwise ops, and
+    /// programs rely on it.
     Char,
+    /// x87 80-bit extended precision (`long double` on x86-64), stored in 16 bytes (10 bytes
+    /// of data, 6 of padding). Reducible on x86-64 only.
+    F80,
+    /// `float _Complex` = `{float re; float im;}` (`MPI_C_FLOAT_COMPLEX`, `MPI_COMPLEX`, ...).
+    C32,
+    /// `double _Complex` = `{double re; double im;}`.
+    C64,
+    /// `long double _Complex` = two [`ElemType::F80`], extent 32.
+    C80,
     /// `MPI_2INT` = `{int; int}`, size 8, extent 8.
     PairI32I32,
     /// `MPI_FLOAT_INT` = `{float; int}`, size 8, extent 8.
@@ -42,8 +52,10 @@ pub enum ElemType {
     PairI64I32,
     /// `MPI_SHORT_INT` = `{short; int}`, size 6, extent 8.
     PairI16I32,
+    /// `MPI_LONG_DOUBLE_INT` = `{long double; int}`, index at 16, size 20, extent 32.
+    PairF80I32,
     /// A type that can be moved (bcast, allgather) but never reduced:
-    /// `MPI_LONG_DOUBLE`, complex types, `MPI_PACKED`, `MPI_WCHAR`, ...
+    /// `MPI_PACKED`, `MPI_WCHAR`, `MPI_REAL16`, ...
     Opaque,
 }
 
@@ -56,9 +68,12 @@ impl ElemType {
             I8 | U8 | Bool | Byte | Char => 1,
             I16 | U16 | F16 | BF16 => 2,
             I32 | U32 | F32 => 4,
-            I64 | U64 | F64 => 8,
+            I64 | U64 | F64 | C32 => 8,
+            F80 | C64 => 16,
+            C80 => 32,
             PairI32I32 | PairF32I32 | PairI16I32 => 8,
             PairF64I32 | PairI64I32 => 16,
+            PairF80I32 => 32,
             Opaque => return None,
         })
     }

@@ -42,6 +42,13 @@
 //!   the two indices; otherwise (`a` better, or a NaN makes them unordered) it is `a`.
 //!   Padding bytes of the result (`PairF64I32`, `PairI64I32`, `PairI16I32`) are copied from
 //!   `a` (as `MaybeUninit` bytes: padding may be uninitialized).
+//! * **Complex SUM/PROD** (`C32`, `C64`, `C80`): SUM is component-wise; PROD is
+//!   `(a.re*b.re - a.im*b.im, a.re*b.im + a.im*b.re)` with every product and sum rounded in
+//!   the component type, the value C's `_Complex` multiplication gives for finite operands
+//!   (C's Annex G recovery of infinities from NaN results is not done).
+//! * **`long double`** (`F80`, x86-64 only): x87 `fadd`/`fmul` on the 80-bit values, as C
+//!   computes them; MAX/MIN/MINLOC/MAXLOC follow the float rules above. The 6 padding bytes
+//!   of the result come from `a`.
 
 use crate::datatype::{ElemType, ReduceOp};
 use std::marker::PhantomData;
@@ -53,29 +60,44 @@ use std::mem::MaybeUninit;
 
 /// Whether MPI allows `op` on `ty`. Everything else is `MPI_ERR_OP` for the caller.
 ///
-/// * SUM, PROD, MAX, MIN: integers, F16, BF16, F32, F64, and `Char` (as MPICH/Open MPI do).
-/// * LAND, LOR, LXOR: integers and `Bool`.
-/// * BAND, BOR, BXOR: integers and `Byte`.
+/// * SUM, PROD, MAX, MIN: integers, F16, BF16, F32, F64, F80, and `Char` (as MPICH/Open MPI
+///   do).
+/// * SUM, PROD (not MAX, MIN): the complex types C32, C64, C80.
+/// * LAND, LOR, LXOR: integers, `Bool` and `Char`.
+/// * BAND, BOR, BXOR: integers, `Byte` and `Char`.
 /// * MINLOC, MAXLOC: the pair types only.
-/// * `Opaque`: nothing.
+/// * `Opaque`: nothing. The x87 types (F80, C80, PairF80I32): nothing off x86-64.
 pub fn is_supported(ty: ElemType, op: ReduceOp) -> bool {
     use ElemType as T;
     use ReduceOp as R;
+    if !HAVE_X87 && matches!(ty, T::F80 | T::C80 | T::PairF80I32) {
+        return false;
+    }
     let int = matches!(
         ty,
         T::I8 | T::U8 | T::I16 | T::U16 | T::I32 | T::U32 | T::I64 | T::U64
     );
-    let float = matches!(ty, T::F16 | T::BF16 | T::F32 | T::F64);
+    let float = matches!(ty, T::F16 | T::BF16 | T::F32 | T::F64 | T::F80);
+    let complex = matches!(ty, T::C32 | T::C64 | T::C80);
     match op {
-        R::Sum | R::Prod | R::Max | R::Min => int || float || ty == T::Char,
-        R::Land | R::Lor | R::Lxor => int || ty == T::Bool,
-        R::Band | R::Bor | R::Bxor => int || ty == T::Byte,
+        R::Sum | R::Prod => int || float || complex || ty == T::Char,
+        R::Max | R::Min => int || float || ty == T::Char,
+        R::Land | R::Lor | R::Lxor => int || ty == T::Bool || ty == T::Char,
+        R::Band | R::Bor | R::Bxor => int || ty == T::Byte || ty == T::Char,
         R::Minloc | R::Maxloc => matches!(
             ty,
-            T::PairI32I32 | T::PairF32I32 | T::PairF64I32 | T::PairI64I32 | T::PairI16I32
+            T::PairI32I32
+                | T::PairF32I32
+                | T::PairF64I32
+                | T::PairI64I32
+                | T::PairI16I32
+                | T::PairF80I32
         ),
     }
 }
+
+/// Whether the x87 extended type (`long double` on x86-64) can be reduced here.
+const HAVE_X87: bool = cfg!(target_arch = "x86_64");
 
 /// `dst[i] = a[i] op b[i]` for `i in 0..count`, elements laid out with stride
 /// `ty.extent()`. `a` is the earlier (accumulated) operand, `b` the later one.
@@ -307,17 +329,36 @@ fn kernel(ty: ElemType, op: ReduceOp, isa: Isa) -> Option<Kernel> {
             )
         };
     }
+    if !is_supported(ty, op) {
+        return None;
+    }
+    // The complex and x87 types.
+    match (ty, op) {
+        (T::C32, R::Sum) => return Some(instance::<CAdd<Complex<f32>>>(isa)),
+        (T::C64, R::Sum) => return Some(instance::<CAdd<Complex<f64>>>(isa)),
+        (T::C80, R::Sum) => return Some(instance::<CAdd<Complex<F80>>>(isa)),
+        (T::C32, R::Prod) => return Some(instance::<CMul<Complex<f32>>>(isa)),
+        (T::C64, R::Prod) => return Some(instance::<CMul<Complex<f64>>>(isa)),
+        (T::C80, R::Prod) => return Some(instance::<CMul<Complex<F80>>>(isa)),
+        (T::F80, R::Sum) => return Some(instance::<Add<F80>>(isa)),
+        (T::F80, R::Prod) => return Some(instance::<Mul<F80>>(isa)),
+        (T::F80, R::Max) => return Some(instance::<Max<F80>>(isa)),
+        (T::F80, R::Min) => return Some(instance::<Min<F80>>(isa)),
+        (T::PairF80I32, R::Minloc) => return Some(instance::<Loc<PairF80I32, false>>(isa)),
+        (T::PairF80I32, R::Maxloc) => return Some(instance::<Loc<PairF80I32, true>>(isa)),
+        _ => {}
+    }
     match op {
         R::Sum => wrapping!(Add),
         R::Prod => wrapping!(Mul),
         R::Max => ordered!(Max),
         R::Min => ordered!(Min),
-        R::Land => bits!(LAnd, T::Bool),
-        R::Lor => bits!(LOr, T::Bool),
-        R::Lxor => bits!(LXor, T::Bool),
-        R::Band => bits!(BAnd, T::Byte),
-        R::Bor => bits!(BOr, T::Byte),
-        R::Bxor => bits!(BXor, T::Byte),
+        R::Land => bits!(LAnd, T::Bool | T::Char),
+        R::Lor => bits!(LOr, T::Bool | T::Char),
+        R::Lxor => bits!(LXor, T::Bool | T::Char),
+        R::Band => bits!(BAnd, T::Byte | T::Char),
+        R::Bor => bits!(BOr, T::Byte | T::Char),
+        R::Bxor => bits!(BXor, T::Byte | T::Char),
         R::Minloc => loc!(false),
         R::Maxloc => loc!(true),
     }
@@ -652,6 +693,7 @@ pairs! {
     PairF64I32: f64, index at 8, extent 16;
     PairI64I32: i64, index at 8, extent 16;
     PairI16I32: i16, index at 4, extent 8;
+    PairF80I32: F80, index at 16, extent 32;
 }
 
 /// MAXLOC (`MAX = true`) or MINLOC on pair type `P`.
@@ -670,6 +712,331 @@ impl<P: Pair, const MAX: bool> Op for Loc<P, MAX> {
             P::set(&mut out, va, ib);
         }
         out
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Complex types
+// ---------------------------------------------------------------------------------------
+
+/// A real type that complex numbers are built from: SUM, PROD and negation (exact).
+trait Real: Arith {
+    fn neg(self) -> Self;
+}
+impl Real for f32 {
+    #[inline(always)]
+    fn neg(self) -> Self {
+        -self
+    }
+}
+impl Real for f64 {
+    #[inline(always)]
+    fn neg(self) -> Self {
+        -self
+    }
+}
+impl Real for F80 {
+    #[inline(always)]
+    fn neg(mut self) -> Self {
+        // The sign is bit 7 of byte 9, as `fchs` flips it.
+        // SAFETY: byte 9 is data, initialized like every element the caller passes.
+        let b = unsafe { self.0[9].assume_init() };
+        self.0[9] = MaybeUninit::new(b ^ 0x80);
+        self
+    }
+}
+
+/// `{ re; im; }`.
+#[derive(Clone, Copy)]
+struct Complex<R>(R, R);
+
+/// SUM and PROD on complex numbers.
+trait Field: Scalar {
+    fn add(a: Self, b: Self) -> Self;
+    fn mul(a: Self, b: Self) -> Self;
+}
+
+impl<R: Real> Field for Complex<R>
+where
+    Complex<R>: Scalar,
+{
+    #[inline(always)]
+    fn add(a: Self, b: Self) -> Self {
+        Complex(R::add(a.0, b.0), R::add(a.1, b.1))
+    }
+    /// `(a.re*b.re - a.im*b.im, a.re*b.im + a.im*b.re)`, each product and sum rounded in
+    /// `R`: what C's `_Complex` multiplication (and MPICH's Fortran complex PROD) computes
+    /// for finite operands. `x - y` is computed as `x + (-y)`, the same value.
+    #[inline(always)]
+    fn mul(a: Self, b: Self) -> Self {
+        let re = R::add(R::mul(a.0, b.0), R::mul(a.1, b.1).neg());
+        let im = R::add(R::mul(a.0, b.1), R::mul(a.1, b.0));
+        Complex(re, im)
+    }
+}
+
+macro_rules! complex_scalar {
+    ($($r:ty, $half:literal, $zero:expr;)*) => {$(
+        impl Scalar for Complex<$r> {
+            type Raw = <<$r as Scalar>::Raw as RawArray>::Doubled;
+            #[inline(always)]
+            fn load(r: Self::Raw) -> Self {
+                let re: <$r as Scalar>::Raw = r[..$half].try_into().unwrap();
+                let im: <$r as Scalar>::Raw = r[$half..].try_into().unwrap();
+                Complex(<$r>::load(re), <$r>::load(im))
+            }
+            #[inline(always)]
+            fn store(self) -> Self::Raw {
+                let mut out = [$zero; 2 * $half];
+                out[..$half].copy_from_slice(&self.0.store());
+                out[$half..].copy_from_slice(&self.1.store());
+                out
+            }
+        }
+    )*};
+}
+
+/// The byte array of two elements.
+trait RawArray {
+    type Doubled: Copy;
+}
+impl RawArray for [u8; 4] {
+    type Doubled = [u8; 8];
+}
+impl RawArray for [u8; 8] {
+    type Doubled = [u8; 16];
+}
+impl RawArray for [MaybeUninit<u8>; 16] {
+    type Doubled = [MaybeUninit<u8>; 32];
+}
+
+complex_scalar! {
+    f32, 4, 0u8;
+    f64, 8, 0u8;
+    F80, 16, MaybeUninit::<u8>::new(0);
+}
+
+scalar_ops! {
+    CAdd = Field::add;
+    CMul = Field::mul;
+}
+
+// ---------------------------------------------------------------------------------------
+// x87 extended precision
+// ---------------------------------------------------------------------------------------
+
+/// An x87 80-bit value as C stores a `long double` on x86-64: 10 bytes of data (64-bit
+/// significand with explicit integer bit, 15-bit exponent, sign) and 6 bytes of padding,
+/// which may be uninitialized and are carried from the first operand.
+///
+/// SUM and PROD are the x87 `fadd`/`fmul` in the default control word (64-bit precision,
+/// round to nearest-even), exactly what C's `long double` arithmetic does, so the results
+/// are bit-identical to a C reference fold. MAX/MIN follow the module's float rules.
+#[derive(Clone, Copy)]
+struct F80([MaybeUninit<u8>; 16]);
+
+impl Scalar for F80 {
+    type Raw = [MaybeUninit<u8>; 16];
+    #[inline(always)]
+    fn load(r: Self::Raw) -> Self {
+        F80(r)
+    }
+    #[inline(always)]
+    fn store(self) -> Self::Raw {
+        self.0
+    }
+}
+
+impl F80 {
+    /// The sign bit.
+    #[inline(always)]
+    fn negative(&self) -> bool {
+        // SAFETY: byte 9 is data (see `Real::neg`).
+        unsafe { self.0[9].assume_init() & 0x80 != 0 }
+    }
+}
+
+/// How two x87 values compare.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum X87Cmp {
+    Less,
+    Equal,
+    Greater,
+    Unordered,
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x87 {
+    use super::{X87Cmp, F80};
+    use std::arch::asm;
+
+    /// `a + b` (`ADD = true`) or `a * b`, rounded as the x87 control word says; the
+    /// padding comes from `a`.
+    #[inline(always)]
+    pub(super) fn arith<const ADD: bool>(a: F80, b: F80) -> F80 {
+        let mut out = a;
+        // SAFETY: the loads read the 10 data bytes of `a` and `b`, the store writes the 10
+        // data bytes of `out`; the x87 stack is left as found (two pushes, two pops).
+        unsafe {
+            if ADD {
+                asm!(
+                    "fld tbyte ptr [{a}]",
+                    "fld tbyte ptr [{b}]",
+                    "faddp",
+                    "fstp tbyte ptr [{d}]",
+                    a = in(reg) a.0.as_ptr(),
+                    b = in(reg) b.0.as_ptr(),
+                    d = in(reg) out.0.as_mut_ptr(),
+                    out("st(0)") _,
+                    out("st(1)") _,
+                    options(nostack),
+                );
+            } else {
+                asm!(
+                    "fld tbyte ptr [{a}]",
+                    "fld tbyte ptr [{b}]",
+                    "fmulp",
+                    "fstp tbyte ptr [{d}]",
+                    a = in(reg) a.0.as_ptr(),
+                    b = in(reg) b.0.as_ptr(),
+                    d = in(reg) out.0.as_mut_ptr(),
+                    out("st(0)") _,
+                    out("st(1)") _,
+                    options(nostack),
+                );
+            }
+        }
+        out
+    }
+
+    /// How `a` compares with `b` (`fucomip`).
+    #[inline(always)]
+    pub(super) fn cmp(a: &F80, b: &F80) -> X87Cmp {
+        let (above, below, equal, unordered): (u8, u8, u8, u8);
+        // SAFETY: two 10-byte loads of data bytes; the x87 stack is left as found.
+        unsafe {
+            asm!(
+                "fld tbyte ptr [{b}]",
+                "fld tbyte ptr [{a}]",
+                "fucomip st, st(1)",
+                "fstp st(0)",
+                "seta {gt}",
+                "setb {lt}",
+                "sete {eq}",
+                "setp {un}",
+                a = in(reg) a.0.as_ptr(),
+                b = in(reg) b.0.as_ptr(),
+                gt = out(reg_byte) above,
+                lt = out(reg_byte) below,
+                eq = out(reg_byte) equal,
+                un = out(reg_byte) unordered,
+                out("st(0)") _,
+                out("st(1)") _,
+                options(nostack, readonly),
+            );
+        }
+        if unordered != 0 {
+            X87Cmp::Unordered
+        } else if above != 0 {
+            X87Cmp::Greater
+        } else if below != 0 {
+            X87Cmp::Less
+        } else {
+            debug_assert!(equal != 0);
+            X87Cmp::Equal
+        }
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+mod x87 {
+    //! Never called: `is_supported` refuses the x87 types off x86-64.
+    use super::{X87Cmp, F80};
+    pub(super) fn arith<const ADD: bool>(_: F80, _: F80) -> F80 {
+        unreachable!("x87 arithmetic off x86-64")
+    }
+    pub(super) fn cmp(_: &F80, _: &F80) -> X87Cmp {
+        unreachable!("x87 comparison off x86-64")
+    }
+}
+
+impl F80 {
+    #[inline(always)]
+    fn is_nan(&self) -> bool {
+        x87::cmp(self, self) == X87Cmp::Unordered
+    }
+    /// IEEE `maximum` (`MAX = true`) or `minimum`, as `ieee_pick!` does for the other floats:
+    /// a NaN `a` wins, then a NaN `b`; equal values of different sign (±0) give `+0` for
+    /// MAX and `-0` for MIN; otherwise the larger (smaller) operand.
+    #[inline(always)]
+    fn pick<const MAX: bool>(a: Self, b: Self) -> Self {
+        match x87::cmp(&a, &b) {
+            X87Cmp::Unordered => {
+                if a.is_nan() {
+                    a
+                } else {
+                    b
+                }
+            }
+            X87Cmp::Greater => {
+                if MAX {
+                    a
+                } else {
+                    b
+                }
+            }
+            X87Cmp::Less => {
+                if MAX {
+                    b
+                } else {
+                    a
+                }
+            }
+            X87Cmp::Equal => {
+                if a.negative() != MAX {
+                    a
+                } else {
+                    b
+                }
+            }
+        }
+    }
+}
+
+impl Arith for F80 {
+    #[inline(always)]
+    fn add(a: Self, b: Self) -> Self {
+        x87::arith::<true>(a, b)
+    }
+    #[inline(always)]
+    fn mul(a: Self, b: Self) -> Self {
+        x87::arith::<false>(a, b)
+    }
+    #[inline(always)]
+    fn max(a: Self, b: Self) -> Self {
+        F80::pick::<true>(a, b)
+    }
+    #[inline(always)]
+    fn min(a: Self, b: Self) -> Self {
+        F80::pick::<false>(a, b)
+    }
+}
+
+impl PartialEq for F80 {
+    fn eq(&self, other: &Self) -> bool {
+        x87::cmp(self, other) == X87Cmp::Equal
+    }
+}
+
+impl PartialOrd for F80 {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        use std::cmp::Ordering::*;
+        match x87::cmp(self, other) {
+            X87Cmp::Less => Some(Less),
+            X87Cmp::Equal => Some(Equal),
+            X87Cmp::Greater => Some(Greater),
+            X87Cmp::Unordered => None,
+        }
     }
 }
 

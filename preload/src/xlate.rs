@@ -49,6 +49,18 @@ const OMPI_TYPES: &[(&CStr, i32)] = &[
     (c"ompi_mpi_count", 0x4c000845),
     (c"ompi_mpi_c_float_complex", 0x4c000840),
     (c"ompi_mpi_c_double_complex", 0x4c001041),
+    (c"ompi_mpi_c_complex", 0x4c000840),
+    (c"ompi_mpi_c_long_double_complex", 0x4c002042),
+    (c"ompi_mpi_cxx_cplex", 0x4c000834),
+    (c"ompi_mpi_cxx_dblcplex", 0x4c001035),
+    (c"ompi_mpi_cxx_ldblcplex", 0x4c002036),
+    (c"ompi_mpi_cplex", 0x4c00081e),
+    (c"ompi_mpi_dblcplex", 0x4c001022),
+    (c"ompi_mpi_complex8", 0x4c000828),
+    (c"ompi_mpi_complex16", 0x4c00102a),
+    (c"ompi_mpi_long_double", 0x4c00100c),
+    (c"ompi_mpi_longdbl_int", 0x8c000004_u32 as i32),
+    (c"ompi_mpi_2integer", 0x4c000820),
 ];
 
 /// Open MPI's predefined reduction ops, with MPICH's handles.

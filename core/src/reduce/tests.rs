@@ -615,8 +615,11 @@ fn support_rules() {
         (T::Byte, R::Sum),
         (T::Byte, R::Min),
         (T::Byte, R::Lor),
-        (T::Char, R::Band),
-        (T::Char, R::Land),
+        (T::C32, R::Max),
+        (T::C64, R::Min),
+        (T::C80, R::Band),
+        (T::F80, R::Bor),
+        (T::PairF80I32, R::Sum),
         (T::I32, R::Minloc),
         (T::F64, R::Maxloc),
         (T::PairI32I32, R::Sum),
@@ -638,6 +641,13 @@ fn support_rules() {
         (T::U64, R::Band),
         (T::I16, R::Lor),
         (T::PairI16I32, R::Minloc),
+        (T::Char, R::Band),
+        (T::Char, R::Land),
+        (T::C32, R::Prod),
+        (T::C64, R::Sum),
+        (T::C80, R::Prod),
+        (T::F80, R::Max),
+        (T::PairF80I32, R::Maxloc),
     ] {
         assert!(is_supported(ty, op), "{ty:?} {op:?}");
     }
@@ -652,7 +662,12 @@ fn support_rules() {
             );
         }
     }
-    assert_eq!(supported().len(), 4 * 13 + 6 * 9 + 2 * 5);
+    assert_eq!(supported().len(), 4 * 13 + 6 * 10 + 2 * 5);
+    for ty in [T::C32, T::C64, T::C80, T::F80, T::PairF80I32] {
+        for op in OPS {
+            assert_eq!(kernel(ty, op, Isa::Base).is_some(), is_supported(ty, op));
+        }
+    }
 }
 
 #[test]
@@ -1291,4 +1306,171 @@ fn f32_to_16bit_rounding_random() {
             check_round(FMT_BF16, f32_to_bf16, x);
         }
     }
+}
+
+// ----- complex and x87 types ----------------------------------------------------------------
+
+#[test]
+fn char_logical_and_bitwise() {
+    let (a, b) = ([0i8, 5, -1, 0x0f], [0i8, 0, 3, -16]);
+    assert_eq!(red(T::Char, R::Land, &a, &b), [0, 0, 1, 1]);
+    assert_eq!(red(T::Char, R::Lor, &a, &b), [0, 1, 1, 1]);
+    assert_eq!(red(T::Char, R::Lxor, &a, &b), [0, 1, 0, 0]);
+    assert_eq!(red(T::Char, R::Band, &a, &b), [0, 0, 3, 0]);
+    assert_eq!(red(T::Char, R::Bor, &a, &b), [0, 5, -1, -1]);
+    assert_eq!(red(T::Char, R::Bxor, &a, &b), [0, 5, -4, -1]);
+}
+
+fn cred<F: Copy + Default>(ty: ElemType, op: ReduceOp, a: &[(F, F)], b: &[(F, F)]) -> Vec<(F, F)> {
+    let mut d = vec![(F::default(), F::default()); a.len()];
+    // SAFETY: `(F, F)` has the layout of `{F re; F im;}` for f32/f64 here (checked by size).
+    assert_eq!(std::mem::size_of::<(F, F)>(), ext(ty));
+    unsafe {
+        reduce(
+            ty,
+            op,
+            d.as_mut_ptr().cast(),
+            a.as_ptr().cast(),
+            b.as_ptr().cast(),
+            a.len(),
+        )
+    };
+    d
+}
+
+#[test]
+fn complex_sum_prod() {
+    let a = [(1.5f64, -2.0), (0.1, 0.7), (1e308, 3.0)];
+    let b = [(0.25f64, 4.0), (0.3, -0.9), (10.0, 0.5)];
+    let s = cred(T::C64, R::Sum, &a, &b);
+    let p = cred(T::C64, R::Prod, &a, &b);
+    for i in 0..a.len() {
+        let ((ar, ai), (br, bi)) = (a[i], b[i]);
+        assert_eq!(s[i].0.to_bits(), (ar + br).to_bits());
+        assert_eq!(s[i].1.to_bits(), (ai + bi).to_bits());
+        assert_eq!(p[i].0.to_bits(), (ar * br - ai * bi).to_bits());
+        assert_eq!(p[i].1.to_bits(), (ar * bi + ai * br).to_bits());
+    }
+    let a = [(1.5f32, -2.0), (0.1, 0.7)];
+    let b = [(0.25f32, 4.0), (0.3, -0.9)];
+    let p = cred(T::C32, R::Prod, &a, &b);
+    let q = cred(T::C32, R::Prod, &b, &a);
+    for i in 0..a.len() {
+        let ((ar, ai), (br, bi)) = (a[i], b[i]);
+        assert_eq!(p[i].0.to_bits(), (ar * br - ai * bi).to_bits());
+        assert_eq!(p[i].1.to_bits(), (ar * bi + ai * br).to_bits());
+        // Commutative bit for bit (finite values).
+        assert_eq!(p[i].0.to_bits(), q[i].0.to_bits());
+        assert_eq!(p[i].1.to_bits(), q[i].1.to_bits());
+    }
+}
+
+/// An f64 (normal or zero) as the 16 bytes of an x87 `long double` (padding `pad`).
+fn x87(x: f64, pad: u8) -> [u8; 16] {
+    let b = x.to_bits();
+    let sign = (b >> 63) as u16;
+    let e = ((b >> 52) & 0x7ff) as u16;
+    let (exp, man) = if e == 0 {
+        (0u16, 0u64)
+    } else if e == 0x7ff {
+        (0x7fff, (1 << 63) | ((b & ((1 << 52) - 1)) << 11))
+    } else {
+        (e - 1023 + 16383, (1 << 63) | ((b & ((1 << 52) - 1)) << 11))
+    };
+    let mut out = [pad; 16];
+    out[..8].copy_from_slice(&man.to_le_bytes());
+    out[8..10].copy_from_slice(&((sign << 15) | exp).to_le_bytes());
+    out
+}
+
+fn fred(ty: ElemType, op: ReduceOp, a: &[u8], b: &[u8]) -> Vec<u8> {
+    let mut d = vec![0u8; a.len()];
+    let n = a.len() / ext(ty);
+    // SAFETY: `n` elements in each buffer.
+    unsafe { reduce(ty, op, d.as_mut_ptr(), a.as_ptr(), b.as_ptr(), n) };
+    d
+}
+
+#[test]
+#[cfg(target_arch = "x86_64")]
+fn long_double_x87() {
+    let cat = |v: &[[u8; 16]]| v.concat();
+    let a = cat(&[
+        x87(1.5, 0xaa),
+        x87(3.0, 0xaa),
+        x87(-0.0, 0xaa),
+        x87(2.0, 0xaa),
+    ]);
+    let b = cat(&[
+        x87(2.25, 0x55),
+        x87(-0.5, 0x55),
+        x87(0.0, 0x55),
+        x87(f64::NAN, 0x55),
+    ]);
+    let want = |v: &[f64]| cat(&v.iter().map(|&x| x87(x, 0xaa)).collect::<Vec<_>>());
+    assert_eq!(
+        fred(T::F80, R::Sum, &a, &b)[..48],
+        want(&[3.75, 2.5, 0.0])[..]
+    );
+    assert_eq!(
+        fred(T::F80, R::Prod, &a, &b)[..48],
+        want(&[3.375, -1.5, -0.0])[..]
+    );
+    assert_eq!(fred(T::F80, R::Max, &a, &b), {
+        let mut w = want(&[2.25, 3.0, 0.0]);
+        w.extend_from_slice(&x87(f64::NAN, 0x55));
+        w[32..48].copy_from_slice(&x87(0.0, 0x55));
+        w[16..32].copy_from_slice(&x87(3.0, 0xaa));
+        w[..16].copy_from_slice(&x87(2.25, 0x55));
+        w
+    });
+    let m = fred(T::F80, R::Min, &a, &b);
+    assert_eq!(
+        m[..48],
+        want(&[1.5, -0.5, -0.0])[..48]
+            .iter()
+            .enumerate()
+            .map(|(i, &x)| if (16..32).contains(&i) {
+                x87(-0.5, 0x55)[i - 16]
+            } else {
+                x
+            })
+            .collect::<Vec<_>>()[..]
+    );
+    // 1 + 2^-60 is exact in 64-bit precision (not in f64).
+    let one = x87(1.0, 0);
+    let tiny = x87(2f64.powi(-60), 0);
+    let s = fred(T::F80, R::Sum, &one, &tiny);
+    let mut w = one;
+    w[0] = 0x08;
+    assert_eq!(s, w);
+}
+
+#[test]
+#[cfg(target_arch = "x86_64")]
+fn long_double_complex_and_loc() {
+    let cx = |re: f64, im: f64| [x87(re, 0), x87(im, 0)].concat();
+    let a = cx(1.5, -2.0);
+    let b = cx(0.25, 4.0);
+    assert_eq!(fred(T::C80, R::Sum, &a, &b), cx(1.75, 2.0));
+    assert_eq!(
+        fred(T::C80, R::Prod, &a, &b),
+        cx(1.5 * 0.25 + 8.0, 6.0 - 0.5)
+    );
+    let pair = |v: f64, i: i32| {
+        let mut p = x87(v, 0).to_vec();
+        p.extend_from_slice(&i.to_ne_bytes());
+        p.extend_from_slice(&[0; 12]);
+        p
+    };
+    let a = [pair(1.0, 3), pair(2.0, 5), pair(7.0, 9)].concat();
+    let b = [pair(1.0, 1), pair(-2.0, 0), pair(8.0, 2)].concat();
+    assert_eq!(
+        fred(T::PairF80I32, R::Minloc, &a, &b),
+        [pair(1.0, 1), pair(-2.0, 0), pair(7.0, 9)].concat()
+    );
+    assert_eq!(
+        fred(T::PairF80I32, R::Maxloc, &a, &b),
+        [pair(1.0, 1), pair(2.0, 5), pair(8.0, 2)].concat()
+    );
 }
