@@ -495,6 +495,9 @@ if want slurm || want reference; then
 
         world3 "srun -n 3 --mpi=pmi2" srun -n 3 --mpi=pmi2
         world3 "srun -n 3 --mpi=pmix" srun -n 3 --mpi=pmix
+        # hcomm's own launcher inside an allocation: hosts from SLURM_JOB_NODELIST, its proxy
+        # started through srun.
+        world3 "salloc -N 1 hcomm run -n 3" salloc -N 1 "$HCOMM_BIN" run -n 3
 
         # --mpi=none: no PMI; every task must fail in MPI_Init, naming Slurm and the fix.
         name="srun -n 2 --mpi=none"
