@@ -23,6 +23,42 @@ use crate::engine::{Fold, Schedule, TaskId};
 use crate::error::Result;
 use crate::topology::Topology;
 
+/// This rank's place in a regular topology: its host's ranks (`local`, `l` of them, this
+/// rank the `p`-th) and the ranks with its local index, one per host (`cross`, `h` of them,
+/// this rank's host the `q`-th).
+struct Here<'t> {
+    local: &'t [usize],
+    cross: Vec<usize>,
+    l: usize,
+    h: usize,
+    p: usize,
+    q: usize,
+}
+
+impl<'t> Here<'t> {
+    fn of(t: &'t Topology, rank: usize) -> Here<'t> {
+        let (local, cross) = (t.local(rank), t.cross(rank));
+        let (q, p) = t.place[rank];
+        Here {
+            local,
+            l: local.len(),
+            h: cross.len(),
+            cross,
+            p,
+            q,
+        }
+    }
+}
+
+/// The pipeline chunk (elements) for blocks of up to `elems` elements sent to comm rank `peer`.
+fn chunk_to(comm: &Comm, peer: usize, extent: usize, elems: usize) -> Result<usize> {
+    Ok(chunk_elems(
+        extent,
+        elems,
+        comm.ep.max_payload(comm.world[peer])?,
+    ))
+}
+
 /// Whether the two-level allreduce applies to this communicator (more than one host, the same
 /// number of ranks on each).
 pub fn fits(t: &Topology) -> bool {
@@ -55,19 +91,21 @@ pub fn allreduce(
     extent: usize,
     red: Reduction,
 ) -> Result<()> {
-    let r = comm.rank;
-    let local = t.local(r);
-    let cross = t.cross(r);
-    let (l, h) = (local.len(), cross.len());
-    let (p, q) = (t.place[r].1, t.place[r].0);
-    let fragment = |peer: usize| comm.ep.max_payload(comm.world[peer]);
+    let Here {
+        local,
+        cross,
+        l,
+        h,
+        p,
+        q,
+    } = Here::of(t, comm.rank);
 
     // 1. Host reduce-scatter: local rank p ends with block (p+1) mod l.
     let lblocks = even_blocks(count, l);
     // One rank on the host: no local stage (and no link to itself to size chunks by).
     let local_ce = match l {
         1 => 1,
-        _ => chunk_elems(extent, lblocks[0].1, fragment(local[(p + 1) % l])?),
+        _ => chunk_to(comm, local[(p + 1) % l], extent, lblocks[0].1)?,
     };
     let local_ring = |after| Ring {
         blocks: &lblocks,
@@ -97,7 +135,7 @@ pub fn allreduce(
     let cross_ring = Ring {
         blocks: &hblocks,
         extent,
-        chunk_elems: chunk_elems(extent, hblocks[0].1, fragment(cross[(q + 1) % h])?),
+        chunk_elems: chunk_to(comm, cross[(q + 1) % h], extent, hblocks[0].1)?,
         rank: q,
         n: h,
         peers: Some(&cross),
@@ -133,20 +171,19 @@ pub fn allgather(
     count: usize,
     extent: usize,
 ) -> Result<()> {
-    let r = comm.rank;
-    let local = t.local(r);
-    let cross = t.cross(r);
-    let (l, h) = (local.len(), cross.len());
-    let (p, q) = (t.place[r].1, t.place[r].0);
+    let Here {
+        local,
+        cross,
+        l,
+        h,
+        p,
+        q,
+    } = Here::of(t, comm.rank);
     let block_of = |x: usize| (x * count, count);
 
     let local_rings = |s: &mut Schedule<'_>, k: usize, after: Option<TaskId>| -> Result<()> {
         let blocks: Vec<(usize, usize)> = t.hosts[k].iter().map(|&x| block_of(x)).collect();
-        let ce = chunk_elems(
-            extent,
-            count,
-            comm.ep.max_payload(comm.world[local[(p + 1) % l]])?,
-        );
+        let ce = chunk_to(comm, local[(p + 1) % l], extent, count)?;
         let ring = Ring {
             blocks: &blocks,
             extent,
@@ -167,11 +204,7 @@ pub fn allgather(
     let cross_ring = Ring {
         blocks: &cblocks,
         extent,
-        chunk_elems: chunk_elems(
-            extent,
-            count,
-            comm.ep.max_payload(comm.world[cross[(q + 1) % h]])?,
-        ),
+        chunk_elems: chunk_to(comm, cross[(q + 1) % h], extent, count)?,
         rank: q,
         n: h,
         peers: Some(&cross),
@@ -211,20 +244,19 @@ pub fn reduce_scatter(
     extent: usize,
     red: Reduction,
 ) -> Result<Vec<TaskId>> {
-    let r = comm.rank;
-    let local = t.local(r);
-    let cross = t.cross(r);
-    let (l, h) = (local.len(), cross.len());
-    let (p, q) = (t.place[r].1, t.place[r].0);
+    let Here {
+        local,
+        cross,
+        l,
+        h,
+        p,
+        q,
+    } = Here::of(t, comm.rank);
     let biggest = blocks.iter().map(|b| b.1).max().unwrap_or(0);
 
     let mut host_done = None;
     if l > 1 {
-        let ce = chunk_elems(
-            extent,
-            biggest,
-            comm.ep.max_payload(comm.world[local[(p + 1) % l]])?,
-        );
+        let ce = chunk_to(comm, local[(p + 1) % l], extent, biggest)?;
         let mut fin = Vec::new();
         for k in 0..h {
             let kblocks: Vec<(usize, usize)> = t.hosts[k].iter().map(|&x| blocks[x]).collect();
@@ -246,11 +278,7 @@ pub fn reduce_scatter(
     let cross_ring = Ring {
         blocks: &cblocks,
         extent,
-        chunk_elems: chunk_elems(
-            extent,
-            biggest,
-            comm.ep.max_payload(comm.world[cross[(q + 1) % h]])?,
-        ),
+        chunk_elems: chunk_to(comm, cross[(q + 1) % h], extent, biggest)?,
         rank: q,
         n: h,
         peers: Some(&cross),
