@@ -219,6 +219,8 @@ mod tests {
     fn reducible_pairs() {
         assert!(reducible(0x4c00040a, 0x5800_0003)); // FLOAT SUM
         assert!(!reducible(0x4c00040a, 0x5800_0006)); // FLOAT BAND
-        assert!(!reducible(0x4c001022, 0x5800_0003)); // DOUBLE_COMPLEX SUM: forwarded
+        assert!(reducible(0x4c001022, 0x5800_0003)); // DOUBLE_COMPLEX SUM: taken (exact)
+        assert!(!reducible(0x4c001022, 0x5800_0001)); // DOUBLE_COMPLEX MAX: not an MPI pair
+        assert!(!reducible(0x4c00040e, 0x5800_0003)); // WCHAR SUM: forwarded
     }
 }
