@@ -16,7 +16,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from perf_report import svg_plot  # noqa: E402
 
-COLOURS = {"hcomm": "#d62728", "hcomm-flat": "#ff9896", "openmpi": "#1f77b4", "hcomm-openmpi": "#9467bd"}
+COLOURS = {"hcomm": "#d62728", "hcomm-flat": "#ff9896", "hcomm-hier": "#8c564b", "openmpi": "#1f77b4", "hcomm-openmpi": "#9467bd"}
 
 
 def rate_gbs(rate):

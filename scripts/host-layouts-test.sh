@@ -72,7 +72,10 @@ for layout in 0,1 0,0,1,1 0,1,0,1 0,0,0,1,1,1 0,0,1,1,2,2 0,0,0,1; do
     check coll_check "$regular" "$layout" "$WORK/coll_check"
     check nb_coll - "$layout" "$WORK/nb_coll"
     check barrier_wait - "$layout" "$WORK/barrier_wait"
-    HCOMM_ALGO=allreduce:hier,allgather:hier,reduce_scatter:hier,reduce:hier,bcast:hier check coll_check "$regular" "$layout" "$WORK/coll_check"
+    # Forced, small allreduces take the host leaders on any layout (the uneven one too).
+    forced=-
+    [ "$regular" = 1 ] && forced=1
+    HCOMM_ALGO=allreduce:hier,allgather:hier,reduce_scatter:hier,reduce:hier,bcast:hier check coll_check "$forced" "$layout" "$WORK/coll_check"
     HCOMM_ALGO=flat check coll_check 0 "$layout" "$WORK/coll_check"
 done
 unset HCOMM_ALGO

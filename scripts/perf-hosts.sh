@@ -8,6 +8,7 @@
 # Ranks are laid host by host (ranks 0..L-1 on host A). The same benches/coll_bench.c runs as:
 #   hcomm          libhcomm.so, ranks started per the environment contract in each namespace
 #   hcomm-flat     the same with HCOMM_ALGO=flat (one-level algorithms across hosts)
+#   hcomm-hier     the same with HCOMM_ALGO=hier (two levels at every size; optional)
 #   openmpi        Open MPI's mpirun in host A, host B reached through an ssh-like agent
 #                  (--mca plm_rsh_agent; btl tcp,self,vader on the veth)
 #   hcomm-openmpi  that Open MPI with libhcomm_preload.so preloaded
@@ -130,6 +131,7 @@ for rate in $RATES; do
                 case $impl in
                     hcomm) run_hcomm "$l" "$h" "$f" ;;
                     hcomm-flat) run_hcomm "$l" "$h" "$f" HCOMM_ALGO=flat ;;
+                    hcomm-hier) run_hcomm "$l" "$h" "$f" HCOMM_ALGO=hier ;;
                     openmpi) run_ompi "$l" "$h" "$f" ;;
                     hcomm-openmpi) run_ompi "$l" "$h" "$f" preload ;;
                 esac || { echo "FAIL: $impl $layout $rate rep $rep:"; tail -5 "$f"; exit 1; }

@@ -46,9 +46,11 @@ pub fn allreduce(
 /// `hier` or `flat`); on one host nothing changes.
 fn choose_algo(comm: &Comm, red: Reduction, nbytes: usize) -> Algo {
     if red.commutative() && comm.topology().spans_hosts() {
-        let two = forced_levels("allreduce")
-            .unwrap_or(nbytes > crate::param::small_bytes().unwrap_or(16 << 10));
-        if two && hier::fits(comm.topology()) {
+        let small = is_small(nbytes);
+        let two = forced_levels("allreduce").unwrap_or(!small);
+        // Small messages go through the host leaders on any layout; large ones need the
+        // same number of ranks on every host.
+        if two && (small || hier::fits(comm.topology())) {
             return Algo::Hier;
         }
     }
@@ -64,6 +66,10 @@ fn choose_algo(comm: &Comm, red: Reduction, nbytes: usize) -> Algo {
         // Only the one-shot fold combines operands in rank order.
         Algo::OneShot
     }
+}
+
+fn is_small(nbytes: usize) -> bool {
+    nbytes <= crate::param::small_bytes().unwrap_or(16 << 10)
 }
 
 /// The schedule of [`allreduce`], built (call number taken) but not run.
@@ -100,6 +106,13 @@ pub fn build_allreduce<'c>(
             );
             let fin = ring.reduce_scatter(&mut s, red, send, recv, 0, 0);
             ring.allgather(&mut s, recv, (r + 1) % n, None, &fin, n);
+        }
+        Algo::Hier if is_small(nbytes) => {
+            let mut hostsum = scratch(nbytes);
+            let t = comm.topology();
+            let p = hostsum.as_mut_ptr();
+            hier::allreduce_small(&mut s, comm, t, send, recv, count, dt.extent, red, p);
+            s.keep(hostsum);
         }
         Algo::Hier => hier::allreduce(
             &mut s,

@@ -372,3 +372,63 @@ mod tests {
         assert_eq!(host_major_order(&t, 0), vec![0, 2, 4, 1, 3, 5]);
     }
 }
+
+/// Adds the two-level small-message allreduce to `s` (any layout, commutative ops): each
+/// host's ranks send their input to the host's leader (its first rank), which folds them in
+/// local order; the leaders exchange their host sums, one message to each other leader, and
+/// each folds them in host order; each leader sends the result to its ranks. One message per
+/// pair of hosts crosses the network instead of one per pair of ranks, and every rank gets
+/// its leader's bits — the same on every host, since every leader folds in the same order.
+#[allow(clippy::too_many_arguments)]
+pub fn allreduce_small(
+    s: &mut Schedule<'_>,
+    comm: &Comm,
+    t: &Topology,
+    send: *const u8,
+    recv: *mut u8,
+    count: usize,
+    extent: usize,
+    red: Reduction,
+    hostsum: *mut u8,
+) {
+    let r = comm.rank;
+    let local = t.local(r);
+    let leader = local[0];
+    let nbytes = count * extent;
+    let tag = super::tag;
+    if r != leader {
+        let sent = s.send(leader, tag(0, 0), send, nbytes, &[]);
+        // The result overwrites `recv` (maybe `send`, in place) only after the input left.
+        s.recv(leader, tag(2, 0), recv, nbytes, Fold::Copy, &[Some(sent)]);
+        return;
+    }
+    let mut prev = Some(s.copy(hostsum, send, nbytes, &[]));
+    for &x in &local[1..] {
+        let fold = Fold::After { red, with: hostsum };
+        prev = Some(s.recv(x, tag(0, 0), hostsum, nbytes, fold, &[prev]));
+    }
+    let me = t.place[r].0;
+    let leaders: Vec<usize> = t.hosts.iter().map(|h| h[0]).collect();
+    let mut sends = Vec::new();
+    for (k, &x) in leaders.iter().enumerate() {
+        if k != me {
+            sends.push(s.send(x, tag(1, 0), hostsum, nbytes, &[prev]));
+        }
+    }
+    // `recv` may be `send` (in place), which the local fold read: fold into it after that.
+    let mut acc = prev;
+    for (k, &x) in leaders.iter().enumerate() {
+        acc = Some(match (k == me, k == 0) {
+            (true, true) => s.copy(recv, hostsum, nbytes, &[acc]),
+            (true, false) => s.reduce(red, recv, recv, hostsum, count, &[acc]),
+            (false, true) => s.recv(x, tag(1, 0), recv, nbytes, Fold::Copy, &[acc]),
+            (false, false) => {
+                let fold = Fold::After { red, with: recv };
+                s.recv(x, tag(1, 0), recv, nbytes, fold, &[acc])
+            }
+        });
+    }
+    for &x in &local[1..] {
+        s.send(x, tag(2, 0), recv, nbytes, &[acc]);
+    }
+}
