@@ -361,18 +361,6 @@ pub fn host_major_order(t: &Topology, root: usize) -> Vec<usize> {
     order
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn host_major_order_starts_at_the_root_and_keeps_hosts_together() {
-        let t = Topology::new(6, |r| r % 2); // round-robin over two hosts
-        assert_eq!(host_major_order(&t, 3), vec![3, 1, 5, 0, 2, 4]);
-        assert_eq!(host_major_order(&t, 0), vec![0, 2, 4, 1, 3, 5]);
-    }
-}
-
 /// Adds the two-level small-message allreduce to `s` (any layout, commutative ops): each
 /// host's ranks send their input to the host's leader (its first rank), which folds them in
 /// local order; the leaders exchange their host sums, one message to each other leader, and
@@ -430,5 +418,17 @@ pub fn allreduce_small(
     }
     for &x in &local[1..] {
         s.send(x, tag(2, 0), recv, nbytes, &[acc]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_major_order_starts_at_the_root_and_keeps_hosts_together() {
+        let t = Topology::new(6, |r| r % 2); // round-robin over two hosts
+        assert_eq!(host_major_order(&t, 3), vec![3, 1, 5, 0, 2, 4]);
+        assert_eq!(host_major_order(&t, 0), vec![0, 2, 4, 1, 3, 5]);
     }
 }
