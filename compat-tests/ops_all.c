@@ -5,7 +5,10 @@
  * Types: the C integers (char included, with logical and bitwise ops as MPICH and Open MPI
  * accept), the fixed-width integers, C_BOOL, BYTE, float, double, long double, the C and C++
  * complex types (SUM and PROD), the pair types (MINLOC and MAXLOC) including
- * MPI_LONG_DOUBLE_INT. Collectives: Allreduce, Reduce (root size-1), Reduce_scatter_block,
+ * MPI_LONG_DOUBLE_INT, and the Fortran types as C sees them (INTEGER*, REAL*, DOUBLE PRECISION,
+ * LOGICAL, COMPLEX*, 2INTEGER, 2REAL, 2DOUBLE_PRECISION; REAL16 and COMPLEX32, which upstream
+ * MPICH defines as C long double, on hcomm only: Debian's MPICH 4.0.2 returns NaN for any REAL16
+ * sum, and Open MPI's REAL16 is gfortran's binary128). Collectives: Allreduce, Reduce (root size-1), Reduce_scatter_block,
  * Reduce_scatter, Scan, Exscan, Iallreduce, Ireduce, Ireduce_scatter_block; out of place and
  * in place (where MPI allows it).
  *
@@ -14,8 +17,11 @@
  * rank-order fold bit for bit (data bytes only: long double padding is not compared).
  * Unsigned types get values 0..6 (no high bit): Debian MPICH 4.0.2 computes MAX on
  * MPI_UNSIGNED_SHORT and Open MPI 4.1.4 MAX/MIN on MPI_UNSIGNED_LONG as if signed
- * (max(5, 65534) = 5), which hcomm does not copy.
+ * (max(5, 65534) = 5), which hcomm does not copy. Open MPI 4.1's AVX op component saturates
+ * 8-bit SUM instead of wrapping (open-mpi/ompi#8045, "wontfix"): compiled against Open MPI,
+ * an 8-bit sum that can saturate in some order is not checked and is counted as a reference bug.
  * Prints one summary line on rank 0; failures print FAIL.
+ * compat-timeout: long (about 6 000 collectives: Debian's MPICH needs minutes oversubscribed)
  */
 #include <mpi.h>
 
@@ -25,7 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int rank, size, fails;
+static int rank, size, fails, refbugs;
 
 #define N 7 /* elements per rank block */
 
@@ -75,7 +81,8 @@ typedef struct {
 #define INT_TYPE(NAME, T)                                                                      \
     static void gen_##NAME(void *p, int r, int i) {                                            \
         T v = (T)(small(r, i) + 2);                                                            \
-        if (i == 6) v = (T)(r * 37 + 11); /* bit patterns for BAND/BOR/BXOR */                 \
+        /* bit patterns for BAND/BOR/BXOR, high bit clear (see the note on MAX above) */        \
+        if (i == 6) v = (T)((r * 37 + 11) & 0x7f);                                              \
         memcpy(p, &v, sizeof v);                                                               \
     }                                                                                          \
     static void fold_##NAME(int op, void *accp, const void *bp) {                              \
@@ -232,6 +239,47 @@ PAIR_TYPE(short_int, short)
 PAIR_TYPE(two_int, int)
 PAIR_TYPE(ldouble_int, long double)
 
+/* Fortran's MINLOC/MAXLOC pairs: the index is of the value's type. */
+#define PAIR2_TYPE(NAME, V)                                                                    \
+    typedef struct {                                                                           \
+        V v;                                                                                   \
+        V i;                                                                                   \
+    } pair_##NAME;                                                                             \
+    static void gen_##NAME(void *p, int r, int i) {                                            \
+        pair_##NAME x;                                                                         \
+        x.v = (V)(small(r, i) / 2);                                                            \
+        x.i = (V)((r * 7 + i) % 5);                                                            \
+        memcpy(p, &x, sizeof x);                                                               \
+    }                                                                                          \
+    static void fold_##NAME(int op, void *accp, const void *bp) {                              \
+        pair_##NAME a, b;                                                                      \
+        memcpy(&a, accp, sizeof a);                                                            \
+        memcpy(&b, bp, sizeof b);                                                              \
+        int better = op == OP_MINLOC ? b.v < a.v : b.v > a.v;                                  \
+        if (better)                                                                            \
+            a = b;                                                                             \
+        else if (b.v == a.v && b.i < a.i)                                                      \
+            a.i = b.i;                                                                         \
+        memcpy(accp, &a, sizeof a);                                                            \
+    }
+PAIR2_TYPE(two_real, float)
+PAIR2_TYPE(two_dprec, double)
+
+/* Fortran LOGICAL (gfortran: 4 bytes, .TRUE. = 1): logical ops give 0 or 1. */
+static void gen_logical(void *p, int r, int i) {
+    int v = small(r, i) > 0;
+    memcpy(p, &v, sizeof v);
+}
+static void fold_logical(int op, void *accp, const void *bp) {
+    int a, b, c = 0;
+    memcpy(&a, accp, sizeof a);
+    memcpy(&b, bp, sizeof b);
+    if (op == OP_LAND) c = a && b;
+    if (op == OP_LOR) c = a || b;
+    if (op == OP_LXOR) c = !a != !b;
+    memcpy(accp, &c, sizeof c);
+}
+
 #define T_(NAME, DT, T, CMP, OPS) {#DT, DT, sizeof(T), CMP, 0, 0, OPS, gen_##NAME, fold_##NAME}
 #define P_(NAME, DT, V)                                                                        \
     {#DT, DT, sizeof(pair_##NAME), sizeof(V) == 16 ? 10 : sizeof(V), 4,                        \
@@ -276,6 +324,29 @@ static Type types[] = {
     P_(short_int, MPI_SHORT_INT, short),
     P_(two_int, MPI_2INT, int),
     P_(ldouble_int, MPI_LONG_DOUBLE_INT, long double),
+    /* Fortran types. */
+    T_(i32, MPI_INTEGER, int32_t, 4, ARITH | BITS),
+    T_(i8, MPI_INTEGER1, int8_t, 1, ARITH | BITS),
+    T_(i16, MPI_INTEGER2, int16_t, 2, ARITH | BITS),
+    T_(i32, MPI_INTEGER4, int32_t, 4, ARITH | BITS),
+    T_(i64, MPI_INTEGER8, int64_t, 8, ARITH | BITS),
+    T_(float, MPI_REAL, float, 4, ARITH),
+    T_(double, MPI_DOUBLE_PRECISION, double, 8, ARITH),
+    T_(float, MPI_REAL4, float, 4, ARITH),
+    T_(double, MPI_REAL8, double, 8, ARITH),
+    T_(logical, MPI_LOGICAL, int, 4, LOGIC),
+    T_(fcplx, MPI_COMPLEX, float _Complex, 8, CPLX),
+    T_(dcplx, MPI_DOUBLE_COMPLEX, double _Complex, 16, CPLX),
+    T_(fcplx, MPI_COMPLEX8, float _Complex, 8, CPLX),
+    T_(dcplx, MPI_COMPLEX16, double _Complex, 16, CPLX),
+    P_(two_int, MPI_2INTEGER, int),
+    {"MPI_2REAL", MPI_2REAL, 8, 4, 4, 4, LOC, gen_two_real, fold_two_real},
+    {"MPI_2DOUBLE_PRECISION", MPI_2DOUBLE_PRECISION, 16, 8, 8, 8, LOC, gen_two_dprec,
+     fold_two_dprec},
+#ifdef HCOMM_MPI_H
+    T_(ldouble, MPI_REAL16, long double, 10, ARITH),
+    T_(ldcplx, MPI_COMPLEX32, long double _Complex, 10, CPLX),
+#endif
 };
 #define NTYPES ((int)(sizeof types / sizeof types[0]))
 
@@ -304,11 +375,35 @@ static void fill(const Type *t, unsigned char *buf, int n, int r, int base) {
     for (int i = 0; i < n; i++) t->gen(buf + (size_t)i * t->ext, r, base + i);
 }
 
+/* Open MPI only: whether the 8-bit sum of ranks lo..hi-1 can saturate in some combination
+ * order (ompi#8045: the AVX op clamps, so the result then depends on Open MPI's order). */
+static int ompi_may_saturate(const Type *t, int op, int lo, int hi, int i) {
+#ifdef OPEN_MPI
+    if (op != OP_SUM || t->ext != 1) return 0;
+    int is_unsigned = t->dt == MPI_UNSIGNED_CHAR || t->dt == MPI_UINT8_T;
+    int pos = 0, neg = 0;
+    for (int r = lo; r < hi; r++) {
+        unsigned char b;
+        t->gen(&b, r, i);
+        int v = is_unsigned ? (int)b : (int)(signed char)b;
+        if (v > 0) pos += v; else neg += v;
+    }
+    return is_unsigned ? pos > 255 : (pos > 127 || neg < -128);
+#else
+    (void)t, (void)op, (void)lo, (void)hi, (void)i;
+    return 0;
+#endif
+}
+
 static void check(const Type *t, int op, const char *coll, int inplace,
                   const unsigned char *got, int n, int base, int lo, int hi) {
     unsigned char want[64];
     for (int i = 0; i < n; i++) {
         fold_ranks(t, op, lo, hi, base + i, want);
+        if (!same(t, got + (size_t)i * t->ext, want) && ompi_may_saturate(t, op, lo, hi, base + i)) {
+            refbugs++;
+            continue;
+        }
         if (!same(t, got + (size_t)i * t->ext, want)) {
             fails++;
             if (fails < 1000)
@@ -402,9 +497,14 @@ int main(int argc, char **argv) {
                 run_pair(&types[ti], op);
                 pairs++;
             }
-    int all = 0;
+    int all = 0, bugs = 0;
     MPI_Allreduce(&fails, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
-    if (rank == 0) printf("ops_all: %d datatype x op pairs, %s\n", pairs, all ? "FAIL" : "ok");
+    MPI_Allreduce(&refbugs, &bugs, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    if (rank == 0) {
+        printf("ops_all: %d datatype x op pairs, %s", pairs, all ? "FAIL" : "ok");
+        if (bugs) printf(" (%d 8-bit sums not checked: Open MPI's AVX op saturates, ompi#8045)", bugs);
+        printf("\n");
+    }
     MPI_Finalize();
     return all ? 1 : 0;
 }

@@ -29,6 +29,10 @@ pub enum ElemType {
     Bool,
     /// `MPI_BYTE`: bitwise ops only.
     Byte,
+    /// Fortran `LOGICAL` (`MPI_LOGICAL`, 4 bytes): logical ops only; nonzero is true and
+    /// results are 0 or 1, as MPICH (`MPII_TO_FLOG`) and Open MPI compute them for gfortran,
+    /// whose `.TRUE.` is 1.
+    Logical,
     /// `MPI_CHAR`: MPI allows no reduction on it, but MPICH and Open MPI accept
     /// SUM/PROD/MIN/MAX (signed 8-bit arithmetic) and the logical and bitwise ops, and
     /// programs rely on it.
@@ -54,8 +58,12 @@ pub enum ElemType {
     PairI16I32,
     /// `MPI_LONG_DOUBLE_INT` = `{long double; int}`, index at 16, size 20, extent 32.
     PairF80I32,
+    /// `MPI_2REAL` = `{float; float}`: Fortran's MINLOC/MAXLOC pair, the index a real too.
+    PairF32F32,
+    /// `MPI_2DOUBLE_PRECISION` = `{double; double}`.
+    PairF64F64,
     /// A type that can be moved (bcast, allgather) but never reduced:
-    /// `MPI_PACKED`, `MPI_WCHAR`, `MPI_REAL16`, ...
+    /// `MPI_PACKED`, `MPI_WCHAR`, `MPI_CHARACTER`, ...
     Opaque,
 }
 
@@ -67,12 +75,12 @@ impl ElemType {
         Some(match self {
             I8 | U8 | Bool | Byte | Char => 1,
             I16 | U16 | F16 | BF16 => 2,
-            I32 | U32 | F32 => 4,
+            I32 | U32 | F32 | Logical => 4,
             I64 | U64 | F64 | C32 => 8,
             F80 | C64 => 16,
             C80 => 32,
-            PairI32I32 | PairF32I32 | PairI16I32 => 8,
-            PairF64I32 | PairI64I32 => 16,
+            PairI32I32 | PairF32I32 | PairI16I32 | PairF32F32 => 8,
+            PairF64I32 | PairI64I32 | PairF64F64 => 16,
             PairF80I32 => 32,
             Opaque => return None,
         })

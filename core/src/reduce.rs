@@ -63,7 +63,7 @@ use std::mem::MaybeUninit;
 /// * SUM, PROD, MAX, MIN: integers, F16, BF16, F32, F64, F80, and `Char` (as MPICH/Open MPI
 ///   do).
 /// * SUM, PROD (not MAX, MIN): the complex types C32, C64, C80.
-/// * LAND, LOR, LXOR: integers, `Bool` and `Char`.
+/// * LAND, LOR, LXOR: integers, `Bool`, `Logical` and `Char`.
 /// * BAND, BOR, BXOR: integers, `Byte` and `Char`.
 /// * MINLOC, MAXLOC: the pair types only.
 /// * `Opaque`: nothing. The x87 types (F80, C80, PairF80I32): nothing off x86-64.
@@ -82,7 +82,7 @@ pub fn is_supported(ty: ElemType, op: ReduceOp) -> bool {
     match op {
         R::Sum | R::Prod => int || float || complex || ty == T::Char,
         R::Max | R::Min => int || float || ty == T::Char,
-        R::Land | R::Lor | R::Lxor => int || ty == T::Bool || ty == T::Char,
+        R::Land | R::Lor | R::Lxor => int || matches!(ty, T::Bool | T::Logical | T::Char),
         R::Band | R::Bor | R::Bxor => int || ty == T::Byte || ty == T::Char,
         R::Minloc | R::Maxloc => matches!(
             ty,
@@ -92,6 +92,8 @@ pub fn is_supported(ty: ElemType, op: ReduceOp) -> bool {
                 | T::PairI64I32
                 | T::PairI16I32
                 | T::PairF80I32
+                | T::PairF32F32
+                | T::PairF64F64
         ),
     }
 }
@@ -307,13 +309,14 @@ fn kernel(ty: ElemType, op: ReduceOp, isa: Isa) -> Option<Kernel> {
             )
         };
     }
-    // Logical and bitwise ops: one kernel per width; `Bool` / `Byte` are 8-bit.
+    // Logical and bitwise ops: one kernel per width; `Bool` / `Byte` are 8-bit, `Logical` 32
+    // (only logical ops reach it: `is_supported` above).
     macro_rules! bits {
         ($K:ident, $extra:pat) => {
             pick!(
                 T::I8 | T::U8 | $extra => $K<u8>,
                 T::I16 | T::U16 => $K<u16>,
-                T::I32 | T::U32 => $K<u32>,
+                T::I32 | T::U32 | T::Logical => $K<u32>,
                 T::I64 | T::U64 => $K<u64>,
             )
         };
@@ -326,6 +329,8 @@ fn kernel(ty: ElemType, op: ReduceOp, isa: Isa) -> Option<Kernel> {
                 T::PairF64I32 => Loc<PairF64I32, $max>,
                 T::PairI64I32 => Loc<PairI64I32, $max>,
                 T::PairI16I32 => Loc<PairI16I32, $max>,
+                T::PairF32F32 => Loc<PairF32F32, $max>,
+                T::PairF64F64 => Loc<PairF64F64, $max>,
             )
         };
     }
@@ -648,52 +653,59 @@ half_arith! {
     BF16: bf16_to_f32, f32_to_bf16;
 }
 
-/// Layout of a `{ value; int index; }` pair type.
+/// Layout of a `{ value; index; }` pair type: the index is an `int` for C's pairs and a real
+/// of the value's type for Fortran's `MPI_2REAL` / `MPI_2DOUBLE_PRECISION`.
 trait Pair {
     type V: Copy + PartialOrd;
+    type I: Copy + PartialOrd;
     /// `[MaybeUninit<u8>; extent]`.
     type Raw: Copy;
-    fn get(r: &Self::Raw) -> (Self::V, i32);
-    fn set(r: &mut Self::Raw, v: Self::V, i: i32);
+    fn get(r: &Self::Raw) -> (Self::V, Self::I);
+    fn set(r: &mut Self::Raw, v: Self::V, i: Self::I);
 }
 
 macro_rules! pairs {
-    ($($P:ident: $v:ty, index at $at:literal, extent $ext:literal;)*) => {$(
+    ($($P:ident: $v:ty, index $i:ty, at $at:literal, extent $ext:literal;)*) => {$(
         struct $P;
         impl Pair for $P {
             type V = $v;
+            type I = $i;
             // `MaybeUninit` bytes: the padding may be uninitialized; it is only copied.
             type Raw = [MaybeUninit<u8>; $ext];
             #[inline(always)]
-            fn get(r: &Self::Raw) -> ($v, i32) {
+            fn get(r: &Self::Raw) -> ($v, $i) {
                 let p = r.as_ptr().cast::<u8>();
-                const _: () = assert!(std::mem::size_of::<$v>() <= $at && $at + 4 <= $ext);
+                const _: () = assert!(
+                    std::mem::size_of::<$v>() <= $at && $at + std::mem::size_of::<$i>() <= $ext
+                );
                 // SAFETY: both reads are in bounds (checked above) and unaligned; the
                 // value and index bytes are the element's data, initialized like any
                 // other element the caller passes (only padding may be uninitialized).
                 unsafe {
-                    (p.cast::<$v>().read_unaligned(), p.add($at).cast::<i32>().read_unaligned())
+                    (p.cast::<$v>().read_unaligned(), p.add($at).cast::<$i>().read_unaligned())
                 }
             }
             #[inline(always)]
-            fn set(r: &mut Self::Raw, v: $v, i: i32) {
+            fn set(r: &mut Self::Raw, v: $v, i: $i) {
                 let p = r.as_mut_ptr().cast::<u8>();
                 // SAFETY: both writes are in bounds (see `get`) and unaligned.
                 unsafe {
                     p.cast::<$v>().write_unaligned(v);
-                    p.add($at).cast::<i32>().write_unaligned(i);
+                    p.add($at).cast::<$i>().write_unaligned(i);
                 }
             }
         }
     )*};
 }
 pairs! {
-    PairI32I32: i32, index at 4, extent 8;
-    PairF32I32: f32, index at 4, extent 8;
-    PairF64I32: f64, index at 8, extent 16;
-    PairI64I32: i64, index at 8, extent 16;
-    PairI16I32: i16, index at 4, extent 8;
-    PairF80I32: F80, index at 16, extent 32;
+    PairI32I32: i32, index i32, at 4, extent 8;
+    PairF32I32: f32, index i32, at 4, extent 8;
+    PairF64I32: f64, index i32, at 8, extent 16;
+    PairI64I32: i64, index i32, at 8, extent 16;
+    PairI16I32: i16, index i32, at 4, extent 8;
+    PairF80I32: F80, index i32, at 16, extent 32;
+    PairF32F32: f32, index f32, at 4, extent 8;
+    PairF64F64: f64, index f64, at 8, extent 16;
 }
 
 /// MAXLOC (`MAX = true`) or MINLOC on pair type `P`.

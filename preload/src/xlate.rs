@@ -61,6 +61,20 @@ const OMPI_TYPES: &[(&CStr, i32)] = &[
     (c"ompi_mpi_long_double", 0x4c00100c),
     (c"ompi_mpi_longdbl_int", 0x8c000004_u32 as i32),
     (c"ompi_mpi_2integer", 0x4c000820),
+    // Fortran types as C programs (and mpi4py) pass them. REAL16 / COMPLEX32 are not taken:
+    // Open MPI's REAL16 is gfortran's binary128, hcomm's (MPICH's) is C long double.
+    (c"ompi_mpi_integer", 0x4c00041b),
+    (c"ompi_mpi_integer1", 0x4c00012d),
+    (c"ompi_mpi_integer2", 0x4c00022f),
+    (c"ompi_mpi_integer4", 0x4c000430),
+    (c"ompi_mpi_integer8", 0x4c000831),
+    (c"ompi_mpi_real", 0x4c00041c),
+    (c"ompi_mpi_dblprec", 0x4c00081f),
+    (c"ompi_mpi_real4", 0x4c000427),
+    (c"ompi_mpi_real8", 0x4c000829),
+    (c"ompi_mpi_logical", 0x4c00041d),
+    (c"ompi_mpi_2real", 0x4c000821),
+    (c"ompi_mpi_2dblprec", 0x4c001023),
 ];
 
 /// Open MPI's predefined reduction ops, with MPICH's handles.
@@ -194,8 +208,17 @@ pub fn mpich_to_ompi_class(c: c_int) -> c_int {
     }
 }
 
-/// Whether hcomm can reduce datatype `dt` with op `op` (both MPICH handles, predefined).
+/// `MPI_REAL16` and `MPI_COMPLEX32`: hcomm reduces them as C `long double` (upstream MPICH's
+/// definition), but what the host means by them varies (Debian's MPICH 4.0.2 returns NaN for
+/// any REAL16 sum; Open MPI's is binary128), so the preload leaves them to the host.
+const HOST_DEFINED: [i32; 2] = [0x4c00102b, 0x4c00202c];
+
+/// Whether hcomm can reduce datatype `dt` with op `op` (both MPICH handles, predefined) the way
+/// the host would.
 pub fn reducible(dt: i32, op: i32) -> bool {
+    if HOST_DEFINED.contains(&dt) {
+        return false;
+    }
     match (h::datatype(dt), h::op(op)) {
         (Some((d, _)), Some((o, _))) => hcomm_core::reduce::is_supported(d.elem, o),
         _ => false,
@@ -222,5 +245,8 @@ mod tests {
         assert!(reducible(0x4c001022, 0x5800_0003)); // DOUBLE_COMPLEX SUM: taken (exact)
         assert!(!reducible(0x4c001022, 0x5800_0001)); // DOUBLE_COMPLEX MAX: not an MPI pair
         assert!(!reducible(0x4c00040e, 0x5800_0003)); // WCHAR SUM: forwarded
+        assert!(!reducible(0x4c00102b, 0x5800_0003)); // REAL16 SUM: the host's own meaning
+        assert!(reducible(0x4c00041d, 0x5800_0005)); // LOGICAL LAND: taken
+        assert!(reducible(0x4c000821, 0x5800_000b)); // 2REAL MINLOC: taken
     }
 }

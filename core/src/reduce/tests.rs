@@ -7,7 +7,7 @@ use super::*;
 use crate::datatype::{ElemType as T, ReduceOp as R};
 use std::cmp::Ordering;
 
-const TYPES: [ElemType; 21] = [
+const TYPES: [ElemType; 24] = [
     T::I8,
     T::U8,
     T::I16,
@@ -28,6 +28,9 @@ const TYPES: [ElemType; 21] = [
     T::PairF64I32,
     T::PairI64I32,
     T::PairI16I32,
+    T::PairF32F32,
+    T::PairF64F64,
+    T::Logical,
     T::Opaque,
 ];
 const OPS: [ReduceOp; 12] = [
@@ -468,6 +471,12 @@ fn logical_ops_give_0_or_1() {
         assert_eq!(red3(ty, R::Lor, &a, &b), [0, 1, 1, 1]);
         assert_eq!(red3(ty, R::Lxor, &a, &b), [0, 1, 1, 0]);
     }
+    // Fortran LOGICAL: nonzero is true, results 0 / 1 (gfortran's .TRUE. is 1).
+    let a = [0u32, 1, 0, 1, 0x100, u32::MAX];
+    let b = [0u32, 0, 1, 1, 0x200, 0];
+    assert_eq!(red3(T::Logical, R::Land, &a, &b), [0, 0, 0, 1, 1, 0]);
+    assert_eq!(red3(T::Logical, R::Lor, &a, &b), [0, 1, 1, 1, 1, 1]);
+    assert_eq!(red3(T::Logical, R::Lxor, &a, &b), [0, 1, 1, 0, 0, 1]);
     assert_eq!(red3(T::U8, R::Land, &[0x80u8, 2], &[0x40, 0]), [1, 0]);
     assert_eq!(red3(T::I16, R::Lor, &[0i16, 256], &[0, 0]), [0, 1]);
     assert_eq!(
@@ -523,7 +532,7 @@ fn bitwise_ops() {
 
 /// Encodes `(value, index)` pairs of `ty`, padding bytes set to `pad`.
 fn enc_pairs(ty: ElemType, v: &[(f64, i32)], pad: u8) -> Vec<u8> {
-    let (e, at) = (ext(ty), pair_index_at(ty));
+    let e = ext(ty);
     let mut out = Vec::new();
     for &(x, i) in v {
         let mut el = vec![pad; e];
@@ -533,10 +542,12 @@ fn enc_pairs(ty: ElemType, v: &[(f64, i32)], pad: u8) -> Vec<u8> {
             T::PairF64I32 => x.to_ne_bytes().to_vec(),
             T::PairI64I32 => (x as i64).to_ne_bytes().to_vec(),
             T::PairI16I32 => (x as i16).to_ne_bytes().to_vec(),
+            T::PairF32F32 => (x as f32).to_ne_bytes().to_vec(),
+            T::PairF64F64 => x.to_ne_bytes().to_vec(),
             _ => unreachable!(),
         };
         el[..val.len()].copy_from_slice(&val);
-        el[at..at + 4].copy_from_slice(&i.to_ne_bytes());
+        put_pair_index(ty, f64::from(i), &mut el);
         out.extend(el);
     }
     out
@@ -544,14 +555,42 @@ fn enc_pairs(ty: ElemType, v: &[(f64, i32)], pad: u8) -> Vec<u8> {
 
 fn pair_index_at(ty: ElemType) -> usize {
     match ty {
-        T::PairF64I32 | T::PairI64I32 => 8,
+        T::PairF64I32 | T::PairI64I32 | T::PairF64F64 => 8,
         _ => 4,
+    }
+}
+
+/// Bytes of a pair's index: an `int`, or a real for Fortran's 2REAL / 2DOUBLE_PRECISION.
+fn pair_index_size(ty: ElemType) -> usize {
+    if ty == T::PairF64F64 {
+        8
+    } else {
+        4
+    }
+}
+
+/// A pair's index, widened to f64 (exact for i32, f32 and f64).
+fn pair_index(ty: ElemType, el: &[u8]) -> f64 {
+    let at = pair_index_at(ty);
+    match ty {
+        T::PairF32F32 => f64::from(f32::from_ne_bytes(el[at..at + 4].try_into().unwrap())),
+        T::PairF64F64 => f64::from_ne_bytes(el[at..at + 8].try_into().unwrap()),
+        _ => f64::from(i32::from_ne_bytes(el[at..at + 4].try_into().unwrap())),
+    }
+}
+
+fn put_pair_index(ty: ElemType, i: f64, el: &mut [u8]) {
+    let at = pair_index_at(ty);
+    match ty {
+        T::PairF32F32 => el[at..at + 4].copy_from_slice(&(i as f32).to_ne_bytes()),
+        T::PairF64F64 => el[at..at + 8].copy_from_slice(&i.to_ne_bytes()),
+        _ => el[at..at + 4].copy_from_slice(&(i as i32).to_ne_bytes()),
     }
 }
 
 fn pair_value_size(ty: ElemType) -> usize {
     match ty {
-        T::PairF64I32 | T::PairI64I32 => 8,
+        T::PairF64I32 | T::PairI64I32 | T::PairF64F64 => 8,
         T::PairI16I32 => 2,
         _ => 4,
     }
@@ -565,6 +604,8 @@ fn minloc_maxloc() {
         T::PairF64I32,
         T::PairI64I32,
         T::PairI16I32,
+        T::PairF32F32,
+        T::PairF64F64,
     ];
     let a = [(1.0, 5), (3.0, 1), (2.0, 9), (2.0, 4), (-7.0, 0), (4.0, -3)];
     let b = [(3.0, 2), (1.0, 7), (2.0, 4), (2.0, 9), (-7.0, 0), (4.0, 2)];
@@ -586,7 +627,7 @@ fn minloc_maxloc() {
         }
     }
     // Float pairs: -0 == +0 is a tie (value of `a`, lower index); NaN never wins.
-    for ty in [T::PairF32I32, T::PairF64I32] {
+    for ty in [T::PairF32I32, T::PairF64I32, T::PairF32F32, T::PairF64F64] {
         let a = [(-0.0, 3), (0.0, 3), (f64::NAN, 1), (1.0, 1)];
         let b = [(0.0, 1), (-0.0, 1), (1.0, 0), (f64::NAN, 0)];
         let want = [(-0.0, 1), (0.0, 1), (f64::NAN, 1), (1.0, 1)];
@@ -626,6 +667,10 @@ fn support_rules() {
         (T::PairF64I32, R::Max),
         (T::Opaque, R::Sum),
         (T::Opaque, R::Bor),
+        (T::Logical, R::Sum),
+        (T::Logical, R::Band),
+        (T::Logical, R::Max),
+        (T::PairF32F32, R::Sum),
     ] {
         assert!(!is_supported(ty, op), "{ty:?} {op:?}");
     }
@@ -648,6 +693,9 @@ fn support_rules() {
         (T::C80, R::Prod),
         (T::F80, R::Max),
         (T::PairF80I32, R::Maxloc),
+        (T::Logical, R::Lxor),
+        (T::PairF32F32, R::Minloc),
+        (T::PairF64F64, R::Maxloc),
     ] {
         assert!(is_supported(ty, op), "{ty:?} {op:?}");
     }
@@ -662,7 +710,9 @@ fn support_rules() {
             );
         }
     }
-    assert_eq!(supported().len(), 4 * 13 + 6 * 10 + 2 * 5);
+    // SUM/PROD/MAX/MIN on 13 types, the six logical and bitwise ops on 10, the three
+    // logical ops on Fortran LOGICAL, MINLOC/MAXLOC on 7 pairs.
+    assert_eq!(supported().len(), 4 * 13 + 6 * 10 + 3 + 2 * 7);
     for ty in [T::C32, T::C64, T::C80, T::F80, T::PairF80I32] {
         for op in OPS {
             assert_eq!(kernel(ty, op, Isa::Base).is_some(), is_supported(ty, op));
@@ -833,7 +883,7 @@ fn int_info(ty: ElemType) -> Option<(bool, usize)> {
         T::I16 => (true, 2),
         T::U16 => (false, 2),
         T::I32 => (true, 4),
-        T::U32 => (false, 4),
+        T::U32 | T::Logical => (false, 4),
         T::I64 => (true, 8),
         T::U64 => (false, 8),
         _ => return None,
@@ -956,17 +1006,18 @@ fn model(ty: ElemType, op: ReduceOp, a: &[u8], b: &[u8]) -> Expect {
     // Pairs.
     let (vs, at) = (pair_value_size(ty), pair_index_at(ty));
     let cmp = match ty {
-        T::PairF32I32 => {
+        T::PairF32I32 | T::PairF32F32 => {
             let v = |s: &[u8]| f32::from_ne_bytes(s[..4].try_into().unwrap());
             v(b).partial_cmp(&v(a))
         }
-        T::PairF64I32 => {
+        T::PairF64I32 | T::PairF64F64 => {
             let v = |s: &[u8]| f64::from_ne_bytes(s[..8].try_into().unwrap());
             v(b).partial_cmp(&v(a))
         }
         _ => Some(get_int(&b[..vs], true).cmp(&get_int(&a[..vs], true))),
     };
-    let idx = |s: &[u8]| i32::from_ne_bytes(s[at..at + 4].try_into().unwrap());
+    let is = pair_index_size(ty);
+    let idx = |s: &[u8]| pair_index(ty, s);
     let better = if op == R::Maxloc {
         Ordering::Greater
     } else {
@@ -974,9 +1025,9 @@ fn model(ty: ElemType, op: ReduceOp, a: &[u8], b: &[u8]) -> Expect {
     };
     if cmp == Some(better) {
         out[..vs].copy_from_slice(&b[..vs]);
-        out[at..at + 4].copy_from_slice(&b[at..at + 4]);
+        out[at..at + is].copy_from_slice(&b[at..at + is]);
     } else if cmp == Some(Ordering::Equal) && idx(b) < idx(a) {
-        out[at..at + 4].copy_from_slice(&b[at..at + 4]);
+        out[at..at + is].copy_from_slice(&b[at..at + is]);
     }
     Expect::Bytes(out)
 }
@@ -1050,11 +1101,11 @@ fn gen(ty: ElemType, n: usize, rng: &mut Rng) -> Vec<u8> {
             let vs = pair_value_size(ty);
             let pick = rng.below(6);
             match ty {
-                T::PairF32I32 => {
+                T::PairF32I32 | T::PairF32F32 => {
                     let v = [-1.0f32, 0.0, -0.0, 2.5, f32::NAN, f32::INFINITY][pick as usize];
                     el[..4].copy_from_slice(&v.to_ne_bytes());
                 }
-                T::PairF64I32 => {
+                T::PairF64I32 | T::PairF64F64 => {
                     let v = [-1.0f64, 0.0, -0.0, 2.5, f64::NAN, f64::INFINITY][pick as usize];
                     el[..8].copy_from_slice(&v.to_ne_bytes());
                 }
@@ -1063,9 +1114,8 @@ fn gen(ty: ElemType, n: usize, rng: &mut Rng) -> Vec<u8> {
                     put_uint(v as u64, &mut el[..vs]);
                 }
             }
-            let at = pair_index_at(ty);
             let i = rng.below(6) as i32 - 1;
-            el[at..at + 4].copy_from_slice(&i.to_ne_bytes());
+            put_pair_index(ty, f64::from(i), el);
         }
     }
     out
