@@ -24,7 +24,7 @@
  * Output (rank 0): '#' lines describing the run, then one line per size with the columns
  *   collective size count type op root inplace iters time(us) algbw(GB/s) busbw(GB/s) #wrong
  *
- * Usage: coll_bench [-c allreduce,bcast,allgather,reduce_scatter,reduce|all] [-b 8] [-e 64M]
+ * Usage: coll_bench [-c allreduce,bcast,allgather,reduce_scatter,reduce,alltoall|all] [-b 8] [-e 64M]
  *        [-f 2] [-d float|double|int32|int64] [-o sum|prod|max|min] [-r root] [-i (in place)]
  *        [-w warmup] [-n iters] [-m max_iters] [-B iter_bytes] [-k 0|1 (check)] [-l label]
  */
@@ -38,8 +38,8 @@
 #define MIN_ITERS 10
 #define PERIOD 176 /* v(r,k) and every expected value depend on k mod 176 only */
 
-enum coll { ALLREDUCE, BCAST, ALLGATHER, REDUCE_SCATTER, REDUCE, NCOLL };
-static const char *coll_names[NCOLL] = {"allreduce", "bcast", "allgather", "reduce_scatter", "reduce"};
+enum coll { ALLREDUCE, BCAST, ALLGATHER, REDUCE_SCATTER, REDUCE, ALLTOALL, NCOLL };
+static const char *coll_names[NCOLL] = {"allreduce", "bcast", "allgather", "reduce_scatter", "reduce", "alltoall"};
 
 struct dtype { const char *name; MPI_Datatype mpi; size_t size; };
 struct op { const char *name; MPI_Op mpi; };
@@ -115,6 +115,7 @@ static void call(enum coll c, size_t block) {
     case ALLREDUCE: MPI_Allreduce(s, recvbuf, cnt, dt.mpi, op.mpi, MPI_COMM_WORLD); break;
     case BCAST: MPI_Bcast(recvbuf, cnt, dt.mpi, root, MPI_COMM_WORLD); break;
     case ALLGATHER: MPI_Allgather(s, cnt, dt.mpi, recvbuf, cnt, dt.mpi, MPI_COMM_WORLD); break;
+    case ALLTOALL: MPI_Alltoall(s, cnt, dt.mpi, recvbuf, cnt, dt.mpi, MPI_COMM_WORLD); break;
     case REDUCE_SCATTER: MPI_Reduce_scatter_block(s, recvbuf, cnt, dt.mpi, op.mpi, MPI_COMM_WORLD); break;
     case REDUCE:
         /* MPI_IN_PLACE is for the root only */
@@ -139,6 +140,9 @@ static void prepare(enum coll c, size_t block, size_t whole, unsigned char *tab)
         else fill(sendbuf, block, 0, tab);
         break;
     case REDUCE: fill(inplace && rank == root ? recvbuf : sendbuf, whole, 0, tab); break;
+    case ALLTOALL: /* block j (to rank j) continues this rank's pattern at element j*block */
+        fill(inplace ? recvbuf : sendbuf, whole, 0, tab);
+        break;
     default: fill(inplace ? recvbuf : sendbuf, whole, 0, tab); break;
     }
 }
@@ -161,6 +165,14 @@ static long long wrong(enum coll c, size_t block, size_t whole, unsigned char *t
         return w;
     }
     case REDUCE_SCATTER: make_table(-1, tab); return count_wrong(recvbuf, block, (size_t)rank * block, tab);
+    case ALLTOALL: {
+        long long w = 0;
+        for (int j = 0; j < nranks; j++) {
+            make_table(j, tab);
+            w += count_wrong(recvbuf + j * bblock, block, (size_t)rank * block, tab);
+        }
+        return w;
+    }
     default: return 0;
     }
 }
@@ -223,7 +235,8 @@ int main(int argc, char **argv) {
     for (char *tok = strtok(colls, ","); tok; tok = strtok(NULL, ",")) {
         int found = 0;
         for (int c = 0; c < NCOLL; c++)
-            if (strcmp(tok, "all") == 0 || strcmp(tok, coll_names[c]) == 0) want[c] = found = 1;
+            /* "all": the five collectives of the perf tables (alltoall only by name) */
+            if ((strcmp(tok, "all") == 0 && c != ALLTOALL) || strcmp(tok, coll_names[c]) == 0) want[c] = found = 1;
         if (!found) {
             if (rank == 0) fprintf(stderr, "coll_bench: unknown collective %s\n", tok);
             MPI_Finalize();
@@ -262,9 +275,10 @@ int main(int argc, char **argv) {
         if (!want[c]) continue;
         for (long long want_size = minb; want_size <= maxb; want_size *= factor) {
             size_t elems = (size_t)want_size / dt.size;
-            size_t block = (c == ALLGATHER || c == REDUCE_SCATTER) ? elems / nranks : elems;
+            int per_rank = c == ALLGATHER || c == REDUCE_SCATTER || c == ALLTOALL;
+            size_t block = per_rank ? elems / nranks : elems;
             if (block == 0) continue;
-            size_t whole = (c == ALLGATHER || c == REDUCE_SCATTER) ? block * nranks : block;
+            size_t whole = per_rank ? block * nranks : block;
             size_t size = whole * dt.size;
             long long iters = fixed_iters;
             if (iters <= 0) {
@@ -291,7 +305,7 @@ int main(int argc, char **argv) {
                 if (wsum) any = 1;
             }
             double n = nranks;
-            double factor_bus = c == ALLREDUCE ? 2 * (n - 1) / n : (c == ALLGATHER || c == REDUCE_SCATTER) ? (n - 1) / n : 1;
+            double factor_bus = c == ALLREDUCE ? 2 * (n - 1) / n : (c == ALLGATHER || c == REDUCE_SCATTER || c == ALLTOALL) ? (n - 1) / n : 1;
             double algbw = (double)size / t / 1e9;
             if (rank == 0) {
                 char ws[32];

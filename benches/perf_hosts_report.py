@@ -31,6 +31,8 @@ def limits(rate, layout):
         "allreduce": link * (2 * (n - 1) / n) / (2 * (h - 1) / h),
         "allgather": link * ((n - 1) / n) / ((h - 1) / h),
         "reduce_scatter": link * ((n - 1) / n) / ((h - 1) / h),
+        # Each rank sends (n-l)/n of its S bytes off its host: l(n-l)/n * S per host link.
+        "alltoall": link * (n - 1) / (l * (n - l)),
     }
 
 

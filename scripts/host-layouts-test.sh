@@ -11,7 +11,9 @@
 # algorithms must not apply there, results must still be exact). Programs: tests/c/coll_check.c
 # (every collective, type, op, in place or not, exact expected values, on the world and on
 # split communicators — some span one host, some several) and compat-tests/nb_coll.c
-# (nonblocking collectives) and tests/c/barrier_wait.c (no rank leaves a barrier early), each with HCOMM_ALGO unset, =allreduce:hier,...,bcast:hier (two
+# (nonblocking collectives), compat-tests/coll2.c (allgatherv, alltoall(v), gather, scan, …:
+# as chosen — small alltoalls aggregated through the host leaders — then with the aggregated
+# alltoall and the two-level allgatherv forced for every size) and tests/c/barrier_wait.c (no rank leaves a barrier early), each with HCOMM_ALGO unset, =allreduce:hier,...,bcast:hier (two
 # levels even for small messages) and =flat; the INFO log must show the two-level
 # allreduce, allgather, reduce-scatter and reduce exactly where the layout allows them. Also the soak program (random collectives, results checked)
 # on 2x2. Needs root for unshare; elsewhere prints SKIP and exits 0.
@@ -41,6 +43,7 @@ chmod +x "$WORK/fakehost.sh"
 cc_hcomm() { cc -O2 -I include "$1" -L "$BUILD" -lhcomm -Wl,-rpath,"$BUILD" -lpthread -lm -o "$2"; }
 cc_hcomm tests/c/coll_check.c "$WORK/coll_check"
 cc_hcomm compat-tests/nb_coll.c "$WORK/nb_coll"
+cc_hcomm compat-tests/coll2.c "$WORK/coll2"
 cc_hcomm tests/soak/soak.c "$WORK/soak"
 cc_hcomm tests/c/barrier_wait.c "$WORK/barrier_wait"
 
@@ -58,6 +61,8 @@ check() { # name, expect-hier(1/0/-), layout, cmd...
     grep -qiE "fatal error|panick" "$out" && why="$why error"
     if [ "$want" = 1 ] && [ "$hier" -ne $((4 * n)) ]; then why="$why two-level allreduce/allgather/reduce_scatter_block/reduce logged $hier times (want $((4 * n)))"; fi
     if [ "$want" = 0 ] && [ "$hier" -ne 0 ]; then why="$why two-level algorithms used ($hier lines)"; fi
+    # MUST_LOG: an extended regex the INFO log must match (e.g. a two-level Allgatherv).
+    if [ -n "${MUST_LOG:-}" ] && ! grep -qE "$MUST_LOG" "$out"; then why="$why no log line /$MUST_LOG/"; fi
     if [ -z "$why" ]; then
         pass=$((pass + 1)); echo "PASS $name [$layout] ${HCOMM_ALGO:-default}"
     else
@@ -77,6 +82,15 @@ for layout in 0,1 0,0,1,1 0,1,0,1 0,0,0,1,1,1 0,0,1,1,2,2 0,0,0,1; do
     [ "$regular" = 1 ] && forced=1
     HCOMM_ALGO=allreduce:hier,allgather:hier,reduce_scatter:hier,reduce:hier,bcast:hier check coll_check "$forced" "$layout" "$WORK/coll_check"
     HCOMM_ALGO=flat check coll_check 0 "$layout" "$WORK/coll_check"
+    # Allgatherv (blocks of any size, zero included) and the rest of compat-tests/coll2.c.
+    # Unforced, small Alltoalls (any layout) go through the host leaders.
+    MUST_LOG="MPI_Alltoall on comm 0 .*algorithm Hier" check coll2 - "$layout" "$WORK/coll2"
+    HCOMM_ALGO=alltoall:hier MUST_LOG="MPI_Alltoall on comm 0 .*algorithm Hier" \
+        check coll2 - "$layout" "$WORK/coll2"
+    if [ "$regular" = 1 ]; then
+        HCOMM_ALGO=allgatherv:hier MUST_LOG="MPI_Allgatherv on comm 0 .*algorithm Hier" \
+            check coll2 - "$layout" "$WORK/coll2"
+    fi
 done
 unset HCOMM_ALGO
 check soak - 0,1,0,1 "$WORK/soak" --iters 1500 --seed 7

@@ -15,12 +15,13 @@
 # alternating implementations within each repetition; the median over REPS is reported with
 # the link model's limit beside it: a two-level allreduce moves 2(H-1)/H * S bytes over each
 # host link per direction, so busbw <= RATE * (2(n-1)/n) / (2(H-1)/H); allgather and
-# reduce-scatter move (H-1)/H * S, busbw <= RATE * ((n-1)/n) / ((H-1)/H).
+# reduce-scatter move (H-1)/H * S, busbw <= RATE * ((n-1)/n) / ((H-1)/H); alltoall moves
+# L(n-L)/n * S (every rank's blocks for the other hosts), busbw <= RATE * (n-1) / (L(n-L)).
 # MPICH 4.0.2 (ch4:ucx) is left out: it shares memory between these namespaces (one kernel,
 # one /dev/shm), so its figures would not cross the shaped link (docs/PERFORMANCE.md).
 #
 # Usage: scripts/perf-hosts.sh   Env: LAYOUTS="2x2 2x4" RATES="1gbit 10gbit" REPS=3
-#        SIZES="8 65536 1048576 16777216" COLLS=allreduce,allgather,reduce_scatter
+#        SIZES="8 65536 1048576 16777216" COLLS=allreduce,allgather,reduce_scatter,alltoall
 #        IMPLS="hcomm hcomm-flat openmpi hcomm-openmpi" TARGET=target/release OUT=build/perf-hosts
 #        REPORT=1: write the tables and plots into docs/PERFORMANCE.md (between its perf-hosts
 #        markers) and docs/perf/hosts-*.svg (benches/perf_hosts_report.py); NOTE="..." a line
@@ -34,7 +35,7 @@ LAYOUTS=${LAYOUTS:-"2x2 2x4"}
 RATES=${RATES:-"1gbit 10gbit"}
 REPS=${REPS:-3}
 SIZES=${SIZES:-"8 65536 1048576 16777216"}
-COLLS=${COLLS:-allreduce,allgather,reduce_scatter}
+COLLS=${COLLS:-allreduce,allgather,reduce_scatter,alltoall}
 IMPLS=${IMPLS:-"hcomm hcomm-flat openmpi hcomm-openmpi"}
 OUT=${OUT:-$ROOT/build/perf-hosts}
 TIMEOUT=${TIMEOUT:-600}

@@ -24,7 +24,7 @@ pub const ALL: &[Param] = &[
     Param {
         name: "HCOMM_ALGO",
         default: "auto",
-        help: "Force algorithms: `ring`, `oneshot`, `tree`, `pipeline` (applies to every collective that has it), `hier` (two levels across hosts) or `flat` (one level across hosts), or `coll:algo,...` (colls: allreduce, reduce, bcast, allgather, reduce_scatter).",
+        help: "Force algorithms: `ring`, `oneshot`, `tree`, `pipeline` (applies to every collective that has it), `hier` (two levels across hosts) or `flat` (one level across hosts), or `coll:algo,...` (colls: allreduce, reduce, bcast, allgather, allgatherv, reduce_scatter, alltoall).",
     },
     Param {
         name: "HCOMM_CHUNK_SIZE",

@@ -9,11 +9,13 @@
 //! rank sends and receives every other block once. Zero-sized blocks still travel as one empty
 //! message, so the schedule has the same shape on every rank.
 //! Small totals: one-shot — every rank sends its block straight to every other rank.
+//! Across hosts (same number of ranks on each): two levels, as `MPI_Allgather` (`hier.rs`).
 //! Every rank knows every block size, so all pick the same algorithm and chunking.
 
 use super::allreduce::{copy_if_needed, fragment};
+use super::hier;
 use super::ring::Ring;
-use super::select::{choose, Algo};
+use super::select::{choose, forced_levels, Algo};
 use super::{chunk_elems, tag};
 use crate::comm::Comm;
 use crate::engine::{Fold, Schedule};
@@ -49,16 +51,28 @@ pub fn build_allgatherv<'c>(
         comm.note_algo(sig.kind, Algo::Local, total);
         return Ok(Schedule::new(comm.ctx(sig, seq, 1)));
     }
-    let algo = choose(
-        "allgatherv",
-        total,
-        &[Algo::Ring, Algo::OneShot],
-        Algo::OneShot,
-        Algo::Ring,
-    );
+    let t = comm.topology();
+    let two_level = hier::fits(t)
+        && forced_levels("allgatherv")
+            .unwrap_or(total > crate::param::small_bytes().unwrap_or(16 << 10));
+    let algo = if two_level {
+        Algo::Hier
+    } else {
+        choose(
+            "allgatherv",
+            total,
+            &[Algo::Ring, Algo::OneShot],
+            Algo::OneShot,
+            Algo::Ring,
+        )
+    };
     comm.note_algo(sig.kind, algo, total);
     let mut s = Schedule::new(comm.ctx(sig, seq, 1));
     match algo {
+        Algo::Hier => {
+            let (base, blocks) = relative_blocks(recv);
+            hier::allgather_blocks(&mut s, comm, t, base, &blocks, 1)?;
+        }
         Algo::Ring => {
             let (base, blocks) = relative_blocks(recv);
             let biggest = recv.iter().map(|b| b.1).max().unwrap_or(0);

@@ -11,16 +11,20 @@
 //! In place (`MPI_IN_PLACE`), the blocks to send are the ones the incoming blocks overwrite:
 //! they are first copied into a scratch buffer and sent from there.
 //!
+//! Across hosts, small `MPI_Alltoall` blocks go through the host leaders, one network message
+//! per host pair (`alltoall_hosts.rs`).
+//!
 //! Data moves as bytes: the ABI layer turns (count, datatype, displacement) into byte spans,
 //! so `Alltoall` is the `Alltoallv` schedule with equal spans.
 
 use super::allreduce::copy_if_needed;
-use super::select::Algo;
+use super::alltoall_hosts;
+use super::select::{forced_levels, Algo};
 use super::{scratch, tag};
 use crate::comm::Comm;
 use crate::engine::{Fold, Schedule};
 use crate::error::Result;
-use crate::frame::Signature;
+use crate::frame::{Kind, Signature};
 
 /// Sends `send[p]` to rank p and receives rank p's block into `recv[p]` (`(pointer, bytes)` per
 /// rank). `send` equal to `recv` (same spans) means in place.
@@ -44,9 +48,21 @@ pub fn build_alltoallv<'c>(
     assert!(send.len() == n && recv.len() == n, "one span per rank");
     let seq = comm.next_seq();
     let total: usize = recv.iter().map(|b| b.1).sum();
+    // Alltoall's blocks are all the same size, known to every rank: the aggregated schedule
+    // needs that (Alltoallv's sizes are known only to their two ranks).
+    let b = recv[0].1;
+    let aggregate = sig.kind == Kind::Alltoall
+        && b > 0
+        && comm.topology().spans_hosts()
+        && forced_levels("alltoall")
+            .unwrap_or(total <= crate::param::small_bytes().unwrap_or(16 << 10));
     comm.note_algo(
         sig.kind,
-        if n == 1 { Algo::Local } else { Algo::OneShot },
+        match n {
+            1 => Algo::Local,
+            _ if aggregate => Algo::Hier,
+            _ => Algo::OneShot,
+        },
         total,
     );
     let in_place = send
@@ -74,6 +90,11 @@ pub fn build_alltoallv<'c>(
         send.to_vec()
     };
     let mut s = Schedule::new(comm.ctx(sig, seq, 1));
+    if aggregate {
+        alltoall_hosts::alltoall(&mut s, comm, comm.topology(), &send, recv, b);
+        s.keep(keep);
+        return Ok(s);
+    }
     for st in 1..n {
         let (to, from) = ((r + st) % n, (r + n - st) % n);
         s.send(to, tag(0, 0), send[to].0, send[to].1, &[]);

@@ -67,7 +67,7 @@ pub fn fits(t: &Topology) -> bool {
 
 /// One task that completes when all of `tasks` have (zero-byte copies, two dependencies
 /// each); `None` when `tasks` is empty.
-fn join(s: &mut Schedule<'_>, tasks: &[TaskId], anchor: *mut u8) -> Option<TaskId> {
+pub(super) fn join(s: &mut Schedule<'_>, tasks: &[TaskId], anchor: *mut u8) -> Option<TaskId> {
     let mut level = tasks.to_vec();
     while level.len() > 1 {
         level = level
@@ -154,7 +154,23 @@ pub fn allreduce(
 }
 
 /// Adds the two-level allgather of `count` elements per rank to `s`; every rank's own block
-/// is already in place in `recv` (block of comm rank x at element x·count).
+/// is already in place in `recv` (block of comm rank x at element x·count). See
+/// [`allgather_blocks`].
+pub fn allgather(
+    s: &mut Schedule<'_>,
+    comm: &Comm,
+    t: &Topology,
+    recv: *mut u8,
+    count: usize,
+    extent: usize,
+) -> Result<()> {
+    let blocks: Vec<(usize, usize)> = (0..comm.size()).map(|x| (x * count, count)).collect();
+    allgather_blocks(s, comm, t, recv, &blocks, extent)
+}
+
+/// Adds the two-level allgather of `blocks[x]` (`(offset, count)` in elements from `recv`,
+/// any sizes, zero included: `MPI_Allgatherv`) of each comm rank x to `s`; every rank's own
+/// block is already in place.
 ///
 /// 1. Across hosts: a ring over the ranks with this rank's local index (one per host)
 ///    gathers their blocks — each rank receives H−1 blocks over the network, every local
@@ -163,12 +179,12 @@ pub fn allreduce(
 /// 2. Within the host: one ring per host's set of blocks passes them to the other local
 ///    ranks. The ring of this host's own blocks goes first and needs nothing from step 1, so
 ///    shared memory and the network work at the same time.
-pub fn allgather(
+pub fn allgather_blocks(
     s: &mut Schedule<'_>,
     comm: &Comm,
     t: &Topology,
     recv: *mut u8,
-    count: usize,
+    blocks: &[(usize, usize)],
     extent: usize,
 ) -> Result<()> {
     let Here {
@@ -179,13 +195,14 @@ pub fn allgather(
         p,
         q,
     } = Here::of(t, comm.rank);
-    let block_of = |x: usize| (x * count, count);
+    // Every rank sizes chunks by the biggest block, so all agree on the message shapes.
+    let biggest = blocks.iter().map(|b| b.1).max().unwrap_or(0);
 
     let local_rings = |s: &mut Schedule<'_>, k: usize, after: Option<TaskId>| -> Result<()> {
-        let blocks: Vec<(usize, usize)> = t.hosts[k].iter().map(|&x| block_of(x)).collect();
-        let ce = chunk_to(comm, local[(p + 1) % l], extent, count)?;
+        let hb: Vec<(usize, usize)> = t.hosts[k].iter().map(|&x| blocks[x]).collect();
+        let ce = chunk_to(comm, local[(p + 1) % l], extent, biggest)?;
         let ring = Ring {
-            blocks: &blocks,
+            blocks: &hb,
             extent,
             chunk_elems: ce,
             rank: p,
@@ -200,11 +217,11 @@ pub fn allgather(
     if l > 1 {
         local_rings(s, q, None)?;
     }
-    let cblocks: Vec<(usize, usize)> = cross.iter().map(|&x| block_of(x)).collect();
+    let cblocks: Vec<(usize, usize)> = cross.iter().map(|&x| blocks[x]).collect();
     let cross_ring = Ring {
         blocks: &cblocks,
         extent,
-        chunk_elems: chunk_to(comm, cross[(q + 1) % h], extent, count)?,
+        chunk_elems: chunk_to(comm, cross[(q + 1) % h], extent, biggest)?,
         rank: q,
         n: h,
         peers: Some(&cross),

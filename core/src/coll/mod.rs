@@ -14,6 +14,7 @@ mod allgather;
 mod allgatherv;
 mod allreduce;
 mod alltoall;
+mod alltoall_hosts;
 mod barrier;
 mod bcast;
 mod direct;
