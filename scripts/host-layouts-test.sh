@@ -16,7 +16,7 @@
 # alltoall and the two-level allgatherv forced for every size) and tests/c/barrier_wait.c (no rank leaves a barrier early), each with HCOMM_ALGO unset, =allreduce:hier,...,bcast:hier (two
 # levels even for small messages) and =flat; the INFO log must show the two-level
 # allreduce, allgather, reduce-scatter and reduce exactly where the layout allows them. Also the soak program (random collectives, results checked)
-# on 2x2. Needs root for unshare; elsewhere prints SKIP and exits 0.
+# on 2x2, and benches/coll_bench.c at 9 MiB (checked results) on 2x2 and 2x3. Needs root for unshare; elsewhere prints SKIP and exits 0.
 #
 # Usage: scripts/host-layouts-test.sh   (env BUILD=dir with libhcomm.so and hcomm; TIMEOUT)
 set -euo pipefail
@@ -46,6 +46,7 @@ cc_hcomm compat-tests/nb_coll.c "$WORK/nb_coll"
 cc_hcomm compat-tests/coll2.c "$WORK/coll2"
 cc_hcomm tests/soak/soak.c "$WORK/soak"
 cc_hcomm tests/c/barrier_wait.c "$WORK/barrier_wait"
+cc_hcomm benches/coll_bench.c "$WORK/coll_bench"
 
 pass=0 fail=0
 check() { # name, expect-hier(1/0/-), layout, cmd...
@@ -94,6 +95,12 @@ for layout in 0,1 0,0,1,1 0,1,0,1 0,0,0,1,1,1 0,0,1,1,2,2 0,0,0,1; do
 done
 unset HCOMM_ALGO
 check soak - 0,1,0,1 "$WORK/soak" --iters 1500 --seed 7
+# Large messages: the segmented (pipelined) two-level allreduce and the rest, results checked
+# exactly by the benchmark itself (exit 1 on any wrong element), in place and not.
+for layout in 0,0,1,1 0,1,0,1,0,1; do
+    check coll_bench - "$layout" "$WORK/coll_bench" -c allreduce,allgather,reduce_scatter,alltoall -b 9M -e 9M -m 2 -w 1
+    check coll_bench - "$layout" "$WORK/coll_bench" -c allreduce -b 9M -e 9M -m 2 -w 1 -i -d double
+done
 
 left=$(ls /dev/shm 2>/dev/null | grep '^hcomm-' || true)
 if [ -n "$left" ]; then fail=$((fail + 1)); echo "FAIL: left in /dev/shm: $left"; fi

@@ -9,6 +9,9 @@
 //!    that index and on that rank's block only — every local rank and socket shares the link;
 //! 3. intra-host ring allgather of the L blocks.
 //!
+//! From 4 MiB on, the data is cut into up to 4 segments that run these stages as a pipeline:
+//! segment k+1 is reduced within the host while segment k crosses the network.
+//!
 //! Per host link (each direction): 2(H−1)/H · S bytes, against about 2(n−1)/n · S · (L when the
 //! flat ring crosses hosts at every hop) for a flat ring over ranks laid round-robin, and
 //! 2(n−1)/n · S per crossing for ranks laid host by host. Each element is still combined in one
@@ -78,6 +81,12 @@ pub(super) fn join(s: &mut Schedule<'_>, tasks: &[TaskId], anchor: *mut u8) -> O
     level.first().copied()
 }
 
+/// Large two-level allreduces are cut into up to this many segments, each at least
+/// [`SEGMENT_BYTES`]: segment k+1's host stage runs while segment k crosses the network, so
+/// shared memory and the link work at the same time instead of one after the other.
+const MAX_SEGMENTS: usize = 4;
+const SEGMENT_BYTES: usize = 2 << 20;
+
 /// Adds the two-level allreduce of `count` elements from `send` into `recv` (equal pointers:
 /// in place) to `s`.
 #[allow(clippy::too_many_arguments)]
@@ -91,14 +100,51 @@ pub fn allreduce(
     extent: usize,
     red: Reduction,
 ) -> Result<()> {
-    let Here {
+    let here = Here::of(t, comm.rank);
+    let segs = (count * extent / SEGMENT_BYTES).clamp(1, MAX_SEGMENTS);
+    // Tag steps of one segment: l−1 + (h−1) + (h−1) + l−1 < 2(l + h).
+    let steps = 2 * (here.l + here.h);
+    let mut host_before = None;
+    for (k, (off, cnt)) in even_blocks(count, segs).into_iter().enumerate() {
+        host_before = allreduce_segment(
+            s,
+            comm,
+            &here,
+            send.wrapping_add(off * extent),
+            recv.wrapping_add(off * extent),
+            cnt,
+            extent,
+            red,
+            k * steps,
+            host_before,
+        )?;
+    }
+    Ok(())
+}
+
+/// One segment of [`allreduce`]: its host stage starts after `host_before` (the previous
+/// segment's) and its tags from step `step0`. Returns the task ending its host stage.
+#[allow(clippy::too_many_arguments)]
+fn allreduce_segment(
+    s: &mut Schedule<'_>,
+    comm: &Comm,
+    here: &Here<'_>,
+    send: *const u8,
+    recv: *mut u8,
+    count: usize,
+    extent: usize,
+    red: Reduction,
+    step0: usize,
+    host_before: Option<TaskId>,
+) -> Result<Option<TaskId>> {
+    let &Here {
         local,
-        cross,
+        ref cross,
         l,
         h,
         p,
         q,
-    } = Here::of(t, comm.rank);
+    } = here;
 
     // 1. Host reduce-scatter: local rank p ends with block (p+1) mod l.
     let lblocks = even_blocks(count, l);
@@ -117,12 +163,12 @@ pub fn allreduce(
         after,
     };
     let host_done = if l > 1 {
-        let fin = local_ring(None).reduce_scatter(s, red, send, recv, 0, 0);
+        let fin = local_ring(host_before).reduce_scatter(s, red, send, recv, 0, step0);
         join(s, &fin, recv)
     } else if !std::ptr::eq(send, recv) {
-        Some(s.copy(recv, send, count * extent, &[]))
+        Some(s.copy(recv, send, count * extent, &[host_before]))
     } else {
-        None
+        host_before
     };
     let mine = if l > 1 { (p + 1) % l } else { 0 };
 
@@ -138,19 +184,19 @@ pub fn allreduce(
         chunk_elems: chunk_to(comm, cross[(q + 1) % h], extent, hblocks[0].1)?,
         rank: q,
         n: h,
-        peers: Some(&cross),
+        peers: Some(cross),
         after: host_done,
     };
-    let fin = cross_ring.reduce_scatter(s, red, recv, recv, 0, l);
-    let mut got = cross_ring.allgather(s, recv, (q + 1) % h, None, &fin, l + h);
+    let fin = cross_ring.reduce_scatter(s, red, recv, recv, 0, step0 + l);
+    let mut got = cross_ring.allgather(s, recv, (q + 1) % h, None, &fin, step0 + l + h);
     got.extend_from_slice(&fin);
 
     // 3. Host allgather of the finished blocks.
     if l > 1 {
         let ready = join(s, &got, recv);
-        local_ring(ready).allgather(s, recv, mine, None, &[], l + 2 * h);
+        local_ring(ready).allgather(s, recv, mine, None, &[], step0 + l + 2 * h);
     }
-    Ok(())
+    Ok(host_done)
 }
 
 /// Adds the two-level allgather of `count` elements per rank to `s`; every rank's own block
