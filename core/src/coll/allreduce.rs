@@ -29,10 +29,15 @@ pub fn allreduce(
     sig: Signature,
 ) -> Result<()> {
     let nbytes = count * dt.extent;
-    if comm.size() > 1
-        && choose_algo(comm, red, nbytes) == Algo::OneShot
-        && direct::fits(comm, nbytes)
-    {
+    if comm.size() == 1 {
+        // Nothing to exchange: no schedule (the call number is still taken, as every
+        // collective does).
+        let _ = comm.next_seq();
+        comm.note_algo(Kind::Allreduce, Algo::Local, nbytes);
+        copy_if_needed(send, recv, nbytes);
+        return Ok(());
+    }
+    if choose_algo(comm, red, nbytes) == Algo::OneShot && direct::fits(comm, nbytes) {
         // Latency-bound: the allocation-free one-shot (same frames, same fold order).
         let seq = comm.next_seq();
         comm.note_algo(Kind::Allreduce, Algo::OneShot, nbytes);
