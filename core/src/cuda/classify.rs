@@ -7,7 +7,10 @@
 
 use std::ffi::c_void;
 
+use std::cell::Cell;
+
 use super::drv::{self, sys};
+use super::host_range;
 use crate::error::Result;
 
 /// A buffer's memory.
@@ -52,18 +55,26 @@ pub fn classify(p: *const c_void, len: usize) -> Result<Mem> {
     Classifier::new().of(p, len)
 }
 
-/// Classifies the buffers of one call, asking whether CUDA is active once.
-#[derive(Clone, Copy)]
+/// Classifies the buffers of one call, asking whether CUDA is active at most once — and not
+/// at all when every buffer is in the heap or on the stack ([`host_range`]).
+#[derive(Clone)]
 pub struct Classifier {
-    active: bool,
+    active: Cell<Option<bool>>,
 }
 
 impl Classifier {
     #[inline]
     pub fn new() -> Classifier {
         Classifier {
-            active: super::active().is_some(),
+            active: Cell::new(None),
         }
+    }
+
+    fn active(&self) -> bool {
+        *self
+            .active
+            .get()
+            .get_or_insert_with(|| super::active().is_some())
     }
 
     /// As [`classify`].
@@ -71,7 +82,7 @@ impl Classifier {
     pub fn of(&self, p: *const c_void, len: usize) -> Result<Mem> {
         if len == 0 || p.is_null() {
             Ok(Mem::None)
-        } else if !self.active {
+        } else if host_range::surely_host(p as usize, len) || !self.active() {
             Ok(Mem::Host)
         } else {
             query(p)
@@ -88,12 +99,15 @@ impl Default for Classifier {
 /// Whether any of the pointers is device memory (each taken as at least one byte; null and
 /// the two `MPI_IN_PLACE` values are skipped). Errors count as "not device".
 pub fn any_device(ptrs: &[*const c_void]) -> bool {
-    if super::active().is_none() {
+    let mut unknown = ptrs
+        .iter()
+        .filter(|p| !matches!(**p as usize, 0 | 1 | usize::MAX))
+        .filter(|&&p| !host_range::surely_host(p as usize, 1))
+        .peekable();
+    if unknown.peek().is_none() || super::active().is_none() {
         return false;
     }
-    ptrs.iter()
-        .filter(|p| !matches!(**p as usize, 0 | 1 | usize::MAX))
-        .any(|&p| matches!(query(p), Ok(Mem::Device(_))))
+    unknown.any(|&p| matches!(query(p), Ok(Mem::Device(_))))
 }
 
 /// Asks the driver (CUDA is active).

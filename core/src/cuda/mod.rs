@@ -22,6 +22,7 @@ mod devmem;
 mod drv;
 mod entry;
 mod gate;
+mod host_range;
 mod ipc;
 mod ipc_coll;
 mod kernels;
