@@ -93,8 +93,8 @@ fn build_allgather_as<'c>(
     }
     let two_level = comm.topology().spans_hosts()
         && hier::fits(comm.topology())
-        && forced_levels("allgather")
-            .unwrap_or(blk * n > crate::param::small_bytes().unwrap_or(16 << 10));
+        // Every size: measured faster than the flat algorithms from 64 B on (PERFORMANCE.md).
+        && forced_levels("allgather").unwrap_or(true);
     let algo = if two_level {
         Algo::Hier
     } else {

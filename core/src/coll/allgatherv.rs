@@ -52,9 +52,7 @@ pub fn build_allgatherv<'c>(
         return Ok(Schedule::new(comm.ctx(sig, seq, 1)));
     }
     let t = comm.topology();
-    let two_level = hier::fits(t)
-        && forced_levels("allgatherv")
-            .unwrap_or(total > crate::param::small_bytes().unwrap_or(16 << 10));
+    let two_level = hier::fits(t) && forced_levels("allgatherv").unwrap_or(true);
     let algo = if two_level {
         Algo::Hier
     } else {

@@ -46,13 +46,15 @@ pub fn allreduce(
     build_allreduce(comm, send, recv, count, dt, red, sig)?.run()
 }
 
-/// The algorithm for `nbytes` with `red` on more than one rank. Across hosts, large messages
-/// take two levels ([`hier`]) where every host has as many ranks (`HCOMM_ALGO` may force
-/// `hier` or `flat`); on one host nothing changes.
+/// The algorithm for `nbytes` with `red` on more than one rank. Across hosts, commutative
+/// reductions take two levels ([`hier`]): small ones through the host leaders (one network
+/// message per pair of hosts; measured faster than the flat one-shot's one per pair of ranks,
+/// docs/PERFORMANCE.md "Across hosts"), large ones where every host has as many ranks.
+/// `HCOMM_ALGO` may force `hier` or `flat`; on one host nothing changes.
 fn choose_algo(comm: &Comm, red: Reduction, nbytes: usize) -> Algo {
     if red.commutative() && comm.topology().spans_hosts() {
         let small = is_small(nbytes);
-        let two = forced_levels("allreduce").unwrap_or(!small);
+        let two = forced_levels("allreduce").unwrap_or(true);
         // Small messages go through the host leaders on any layout; large ones need the
         // same number of ranks on every host.
         if two && (small || hier::fits(comm.topology())) {
