@@ -209,16 +209,18 @@ CPLX_TYPE(fcplx, float _Complex)
 CPLX_TYPE(dcplx, double _Complex)
 CPLX_TYPE(ldcplx, long double _Complex)
 
-#define PAIR_TYPE(NAME, V)                                                                     \
+/* A MINLOC/MAXLOC pair {V v; I i;}: I is int for C's pairs, the value's type for Fortran's
+ * MPI_2REAL / MPI_2DOUBLE_PRECISION. */
+#define PAIR_TYPE(NAME, V, I)                                                                  \
     typedef struct {                                                                           \
         V v;                                                                                   \
-        int i;                                                                                 \
+        I i;                                                                                   \
     } pair_##NAME;                                                                             \
     static void gen_##NAME(void *p, int r, int i) {                                            \
         pair_##NAME x;                                                                         \
         memset(&x, 0, sizeof x);                                                               \
         x.v = (V)(small(r, i) / 2); /* ties between ranks */                                   \
-        x.i = (r * 7 + i) % 5;                                                                 \
+        x.i = (I)((r * 7 + i) % 5);                                                            \
         memcpy(p, &x, sizeof x);                                                               \
     }                                                                                          \
     static void fold_##NAME(int op, void *accp, const void *bp) {                              \
@@ -232,38 +234,14 @@ CPLX_TYPE(ldcplx, long double _Complex)
             a.i = b.i;                                                                         \
         memcpy(accp, &a, sizeof a);                                                            \
     }
-PAIR_TYPE(float_int, float)
-PAIR_TYPE(double_int, double)
-PAIR_TYPE(long_int, long)
-PAIR_TYPE(short_int, short)
-PAIR_TYPE(two_int, int)
-PAIR_TYPE(ldouble_int, long double)
-
-/* Fortran's MINLOC/MAXLOC pairs: the index is of the value's type. */
-#define PAIR2_TYPE(NAME, V)                                                                    \
-    typedef struct {                                                                           \
-        V v;                                                                                   \
-        V i;                                                                                   \
-    } pair_##NAME;                                                                             \
-    static void gen_##NAME(void *p, int r, int i) {                                            \
-        pair_##NAME x;                                                                         \
-        x.v = (V)(small(r, i) / 2);                                                            \
-        x.i = (V)((r * 7 + i) % 5);                                                            \
-        memcpy(p, &x, sizeof x);                                                               \
-    }                                                                                          \
-    static void fold_##NAME(int op, void *accp, const void *bp) {                              \
-        pair_##NAME a, b;                                                                      \
-        memcpy(&a, accp, sizeof a);                                                            \
-        memcpy(&b, bp, sizeof b);                                                              \
-        int better = op == OP_MINLOC ? b.v < a.v : b.v > a.v;                                  \
-        if (better)                                                                            \
-            a = b;                                                                             \
-        else if (b.v == a.v && b.i < a.i)                                                      \
-            a.i = b.i;                                                                         \
-        memcpy(accp, &a, sizeof a);                                                            \
-    }
-PAIR2_TYPE(two_real, float)
-PAIR2_TYPE(two_dprec, double)
+PAIR_TYPE(float_int, float, int)
+PAIR_TYPE(double_int, double, int)
+PAIR_TYPE(long_int, long, int)
+PAIR_TYPE(short_int, short, int)
+PAIR_TYPE(two_int, int, int)
+PAIR_TYPE(ldouble_int, long double, int)
+PAIR_TYPE(two_real, float, float)
+PAIR_TYPE(two_dprec, double, double)
 
 /* Fortran LOGICAL (gfortran: 4 bytes, .TRUE. = 1): logical ops give 0 or 1. */
 static void gen_logical(void *p, int r, int i) {
@@ -282,8 +260,8 @@ static void fold_logical(int op, void *accp, const void *bp) {
 
 #define T_(NAME, DT, T, CMP, OPS) {#DT, DT, sizeof(T), CMP, 0, 0, OPS, gen_##NAME, fold_##NAME}
 #define P_(NAME, DT, V)                                                                        \
-    {#DT, DT, sizeof(pair_##NAME), sizeof(V) == 16 ? 10 : sizeof(V), 4,                        \
-     offsetof(pair_##NAME, i), LOC, gen_##NAME, fold_##NAME}
+    {#DT, DT, sizeof(pair_##NAME), sizeof(V) == 16 ? 10 : sizeof(V),                           \
+     sizeof(((pair_##NAME *)0)->i), offsetof(pair_##NAME, i), LOC, gen_##NAME, fold_##NAME}
 #include <stddef.h>
 
 static Type types[] = {
@@ -340,9 +318,8 @@ static Type types[] = {
     T_(fcplx, MPI_COMPLEX8, float _Complex, 8, CPLX),
     T_(dcplx, MPI_COMPLEX16, double _Complex, 16, CPLX),
     P_(two_int, MPI_2INTEGER, int),
-    {"MPI_2REAL", MPI_2REAL, 8, 4, 4, 4, LOC, gen_two_real, fold_two_real},
-    {"MPI_2DOUBLE_PRECISION", MPI_2DOUBLE_PRECISION, 16, 8, 8, 8, LOC, gen_two_dprec,
-     fold_two_dprec},
+    P_(two_real, MPI_2REAL, float),
+    P_(two_dprec, MPI_2DOUBLE_PRECISION, double),
 #ifdef HCOMM_MPI_H
     T_(ldouble, MPI_REAL16, long double, 10, ARITH),
     T_(ldcplx, MPI_COMPLEX32, long double _Complex, 10, CPLX),
