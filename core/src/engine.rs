@@ -106,9 +106,22 @@ pub struct Ctx<'a> {
 
 pub struct Schedule<'a> {
     ctx: Ctx<'a>,
-    tasks: Vec<Entry>,
+    /// The growable state, kept per thread between schedules ([`Vectors`]).
+    v: Vectors,
     /// Tasks not yet complete.
     remaining: usize,
+    built: bool,
+    pass: u32,
+    /// This rank's rank in the communicator (names the sides of a mismatch).
+    me: usize,
+}
+
+/// A schedule's vectors. A finished schedule leaves them (emptied) in a per-thread pool for
+/// the next one: a small collective builds and runs in a few hundred nanoseconds, and ten
+/// allocations and frees were a large part of that.
+#[derive(Default)]
+struct Vectors {
+    tasks: Vec<Entry>,
     /// Unmet dependency count per task.
     unmet: Vec<u8>,
     /// Dependents of task i: `dependents[dep_start[i]..dep_start[i + 1]]` (built on first pass).
@@ -118,39 +131,35 @@ pub struct Schedule<'a> {
     /// these are visited, so a pass costs what can move, not the whole schedule.
     active: Vec<u32>,
     newly_ready: Vec<u32>,
-    built: bool,
     /// Per comm peer: a send / receive to it has been visited in this pass.
     send_busy: Vec<u32>,
     recv_busy: Vec<u32>,
-    pass: u32,
-    /// This rank's rank in the communicator (names the sides of a mismatch).
-    me: usize,
     /// Scratch buffers the tasks point into: moving a `Vec` keeps its heap block in place.
     keep: Vec<Vec<u8>>,
     /// Copies made once every task is complete (`dst`, `src`, bytes).
     at_end: Vec<(*mut u8, *const u8, usize)>,
 }
 
+impl Vectors {
+    /// Empties every vector, keeping its capacity. `keep` first: the scratch buffers go now
+    /// (the tasks that pointed into them are done or dropped); then each receive's carry.
+    fn clear(&mut self) {
+        self.keep.clear();
+        self.tasks.clear();
+        self.unmet.clear();
+        self.dep_start.clear();
+        self.dependents.clear();
+        self.active.clear();
+        self.newly_ready.clear();
+        self.send_busy.clear();
+        self.recv_busy.clear();
+        self.at_end.clear();
+    }
+}
+
 /// Handle to a task, for dependencies.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TaskId(u32);
-
-/// The vectors of a finished schedule, kept per thread for the next one: a small collective
-/// builds and runs in a few hundred nanoseconds, and ten allocations and frees were a large
-/// part of that.
-#[derive(Default)]
-struct Spare {
-    tasks: Vec<Entry>,
-    unmet: Vec<u8>,
-    dep_start: Vec<u32>,
-    dependents: Vec<u32>,
-    active: Vec<u32>,
-    newly_ready: Vec<u32>,
-    send_busy: Vec<u32>,
-    recv_busy: Vec<u32>,
-    keep: Vec<Vec<u8>>,
-    at_end: Vec<(*mut u8, *const u8, usize)>,
-}
 
 /// Schedules alive at once on a thread (nonblocking collectives) beyond this many build their
 /// vectors afresh; a schedule of more tasks than [`SPARE_MAX_TASKS`] returns them to the
@@ -159,7 +168,7 @@ const SPARE_SETS: usize = 4;
 const SPARE_MAX_TASKS: usize = 4096;
 
 thread_local! {
-    static SPARES: std::cell::RefCell<Vec<Spare>> = const { std::cell::RefCell::new(Vec::new()) };
+    static SPARES: std::cell::RefCell<Vec<Vectors>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 impl<'a> Schedule<'a> {
@@ -180,32 +189,23 @@ impl<'a> Schedule<'a> {
         v.recv_busy.resize(n, 0);
         Schedule {
             ctx,
-            tasks: v.tasks,
+            v,
             remaining: 0,
-            unmet: v.unmet,
-            dep_start: v.dep_start,
-            dependents: v.dependents,
-            active: v.active,
-            newly_ready: v.newly_ready,
             built: false,
-            send_busy: v.send_busy,
-            recv_busy: v.recv_busy,
             pass: 0,
             me,
-            keep: v.keep,
-            at_end: v.at_end,
         }
     }
 
     /// Takes ownership of a scratch buffer the tasks use, for as long as the schedule lives.
     pub fn keep(&mut self, v: Vec<u8>) {
-        self.keep.push(v);
+        self.v.keep.push(v);
     }
 
     /// A copy made after every task has completed (e.g. a result that overwrites input other
     /// tasks still read). `dst` and `src` do not overlap, or are equal.
     pub fn copy_at_end(&mut self, dst: *mut u8, src: *const u8, len: usize) {
-        self.at_end.push((dst, src, len));
+        self.v.at_end.push((dst, src, len));
     }
 
     fn push(&mut self, task: Task, deps: &[Option<TaskId>]) -> TaskId {
@@ -214,12 +214,12 @@ impl<'a> Schedule<'a> {
             assert!(k < 2, "at most two dependencies");
             d[k] = id.0;
         }
-        self.tasks.push(Entry {
+        self.v.tasks.push(Entry {
             task,
             deps: d,
             done: false,
         });
-        TaskId(self.tasks.len() as u32 - 1)
+        TaskId(self.v.tasks.len() as u32 - 1)
     }
 
     /// Sends `len` bytes at `buf` to comm rank `peer`.
@@ -304,7 +304,7 @@ impl<'a> Schedule<'a> {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.tasks.is_empty()
+        self.v.tasks.is_empty()
     }
 
     /// Runs every task to completion. On failure, the other members of the communicator get
@@ -367,8 +367,8 @@ impl<'a> Schedule<'a> {
                 }
             }
         }
-        if self.remaining == 0 && !self.at_end.is_empty() {
-            for (dst, src, len) in std::mem::take(&mut self.at_end) {
+        if self.remaining == 0 && !self.v.at_end.is_empty() {
+            for (dst, src, len) in std::mem::take(&mut self.v.at_end) {
                 if len > 0 && !std::ptr::eq(dst, src) {
                     // SAFETY: the algorithm registered validated, non-overlapping ranges of
                     // the caller's buffers or of scratch this schedule keeps.
@@ -388,15 +388,16 @@ impl<'a> Schedule<'a> {
     /// Builds the dependents lists (compressed rows) and the first active set, in the
     /// schedule's own vectors (reused from an earlier schedule: no allocation when they fit).
     fn build(&mut self) {
-        let n = self.tasks.len();
+        let n = self.v.tasks.len();
         let live = |e: &Entry| e.deps.into_iter().filter(|&d| d != NONE);
-        self.unmet.clear();
-        self.unmet
-            .extend(self.tasks.iter().map(|e| live(e).count() as u8));
-        let start = &mut self.dep_start;
+        self.v.unmet.clear();
+        self.v
+            .unmet
+            .extend(self.v.tasks.iter().map(|e| live(e).count() as u8));
+        let start = &mut self.v.dep_start;
         start.clear();
         start.resize(n + 1, 0);
-        for e in &self.tasks {
+        for e in &self.v.tasks {
             for d in live(e) {
                 start[d as usize + 1] += 1;
             }
@@ -406,11 +407,11 @@ impl<'a> Schedule<'a> {
         }
         // Place each dependent at its task's cursor (start[d], advanced as it fills), then
         // shift the cursors back: start[d] ends at the old start[d + 1].
-        self.dependents.clear();
-        self.dependents.resize(start[n] as usize, 0);
-        for (i, e) in self.tasks.iter().enumerate() {
+        self.v.dependents.clear();
+        self.v.dependents.resize(start[n] as usize, 0);
+        for (i, e) in self.v.tasks.iter().enumerate() {
             for d in live(e) {
-                self.dependents[start[d as usize] as usize] = i as u32;
+                self.v.dependents[start[d as usize] as usize] = i as u32;
                 start[d as usize] += 1;
             }
         }
@@ -418,9 +419,10 @@ impl<'a> Schedule<'a> {
             start[i] = start[i - 1];
         }
         start[0] = 0;
-        self.active.clear();
-        self.active
-            .extend((0..n as u32).filter(|&i| self.unmet[i as usize] == 0));
+        self.v.active.clear();
+        self.v
+            .active
+            .extend((0..n as u32).filter(|&i| self.v.unmet[i as usize] == 0));
         self.remaining = n;
         self.built = true;
     }
@@ -432,36 +434,39 @@ impl<'a> Schedule<'a> {
         }
         self.pass = self.pass.wrapping_add(1);
         if self.pass == 0 {
-            self.send_busy.fill(0);
-            self.recv_busy.fill(0);
+            self.v.send_busy.fill(0);
+            self.v.recv_busy.fill(0);
             self.pass = 1;
         }
         let mut progressed = false;
         let mut completed = false;
-        for k in 0..self.active.len() {
-            let i = self.active[k] as usize;
+        for k in 0..self.v.active.len() {
+            let i = self.v.active[k] as usize;
             if self.advance(i)? {
                 progressed = true;
             }
-            if self.tasks[i].done {
+            if self.v.tasks[i].done {
                 completed = true;
                 self.remaining -= 1;
-                let (a, b) = (self.dep_start[i] as usize, self.dep_start[i + 1] as usize);
-                for &d in &self.dependents[a..b] {
-                    self.unmet[d as usize] -= 1;
-                    if self.unmet[d as usize] == 0 {
-                        self.newly_ready.push(d);
+                let (a, b) = (
+                    self.v.dep_start[i] as usize,
+                    self.v.dep_start[i + 1] as usize,
+                );
+                for &d in &self.v.dependents[a..b] {
+                    self.v.unmet[d as usize] -= 1;
+                    if self.v.unmet[d as usize] == 0 {
+                        self.v.newly_ready.push(d);
                     }
                 }
             }
         }
         if completed {
-            let tasks = &self.tasks;
-            self.active.retain(|&i| !tasks[i as usize].done);
-            if !self.newly_ready.is_empty() {
-                self.active.append(&mut self.newly_ready);
+            let tasks = &self.v.tasks;
+            self.v.active.retain(|&i| !tasks[i as usize].done);
+            if !self.v.newly_ready.is_empty() {
+                self.v.active.append(&mut self.v.newly_ready);
                 // Schedule order decides which send (receive) to a peer goes first.
-                self.active.sort_unstable();
+                self.v.active.sort_unstable();
             }
         }
         Ok(progressed || completed)
@@ -470,7 +475,7 @@ impl<'a> Schedule<'a> {
     fn advance(&mut self, i: usize) -> Result<bool> {
         let (pass, me) = (self.pass, self.me);
         let ctx = &self.ctx;
-        let entry = &mut self.tasks[i];
+        let entry = &mut self.v.tasks[i];
         match &mut entry.task {
             Task::Copy { dst, src, len } => {
                 if *len > 0 && !std::ptr::eq(*dst, *src) {
@@ -504,10 +509,10 @@ impl<'a> Schedule<'a> {
                 done,
                 started,
             } => {
-                if self.send_busy[*peer] == pass {
+                if self.v.send_busy[*peer] == pass {
                     return Ok(false);
                 }
-                self.send_busy[*peer] = pass;
+                self.v.send_busy[*peer] = pass;
                 let world_peer = ctx.world[*peer];
                 let max = frag_limit(ctx.ep.max_payload(world_peer)?, ctx.extent);
                 let mut hdr =
@@ -533,7 +538,7 @@ impl<'a> Schedule<'a> {
                 if *done == *len && *started {
                     entry.done = true;
                     // The next send to this peer may start in this same pass.
-                    self.send_busy[*peer] = 0;
+                    self.v.send_busy[*peer] = 0;
                 }
                 Ok(moved)
             }
@@ -547,10 +552,10 @@ impl<'a> Schedule<'a> {
                 fold,
                 carry,
             } => {
-                if self.recv_busy[*peer] == pass {
+                if self.v.recv_busy[*peer] == pass {
                     return Ok(false);
                 }
-                self.recv_busy[*peer] = pass;
+                self.v.recv_busy[*peer] = pass;
                 let world_peer = ctx.world[*peer];
                 let key = MatchKey {
                     comm_id: ctx.comm_id,
@@ -606,7 +611,7 @@ impl<'a> Schedule<'a> {
                     .poll_recv(world_peer, key, &ctx.sig, ranks, &mut consume)?;
                 if *done == len && *started {
                     entry.done = true;
-                    self.recv_busy[*peer] = 0;
+                    self.v.recv_busy[*peer] = 0;
                 }
                 Ok(moved)
             }
@@ -656,8 +661,8 @@ impl Wait for Schedule<'_> {
     }
 
     fn blocked_on(&self, out: &mut Vec<usize>) {
-        for &i in &self.active {
-            let e = &self.tasks[i as usize];
+        for &i in &self.v.active {
+            let e = &self.v.tasks[i as usize];
             if e.done {
                 continue;
             }
@@ -847,32 +852,11 @@ unsafe fn apply(fold: Fold, dst: *mut u8, payload: &[u8], offset: usize, extent:
 impl Drop for Schedule<'_> {
     /// Returns the (emptied) vectors to this thread's pool.
     fn drop(&mut self) {
-        if self.tasks.capacity() > SPARE_MAX_TASKS {
+        if self.v.tasks.capacity() > SPARE_MAX_TASKS {
             return;
         }
-        // The scratch buffers go now: the tasks that pointed into them are done or dropped.
-        self.keep.clear();
-        self.tasks.clear(); // drops each receive's carry buffer
-        let mut v = Spare {
-            tasks: std::mem::take(&mut self.tasks),
-            unmet: std::mem::take(&mut self.unmet),
-            dep_start: std::mem::take(&mut self.dep_start),
-            dependents: std::mem::take(&mut self.dependents),
-            active: std::mem::take(&mut self.active),
-            newly_ready: std::mem::take(&mut self.newly_ready),
-            send_busy: std::mem::take(&mut self.send_busy),
-            recv_busy: std::mem::take(&mut self.recv_busy),
-            keep: std::mem::take(&mut self.keep),
-            at_end: std::mem::take(&mut self.at_end),
-        };
-        v.unmet.clear();
-        v.dep_start.clear();
-        v.dependents.clear();
-        v.active.clear();
-        v.newly_ready.clear();
-        v.send_busy.clear();
-        v.recv_busy.clear();
-        v.at_end.clear();
+        let mut v = std::mem::take(&mut self.v);
+        v.clear();
         let _ = SPARES.try_with(|p| {
             let mut p = p.borrow_mut();
             if p.len() < SPARE_SETS {

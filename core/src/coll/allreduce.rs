@@ -10,7 +10,7 @@
 use super::direct;
 use super::hier;
 use super::ring::Ring;
-use super::select::{choose, forced_levels, Algo};
+use super::select::{choose, forced_levels, is_small, Algo};
 use super::{chunk_elems, even_blocks, scratch, tag, Reduction};
 use crate::comm::Comm;
 use crate::datatype::Datatype;
@@ -73,10 +73,6 @@ fn choose_algo(comm: &Comm, red: Reduction, nbytes: usize) -> Algo {
         // Only the one-shot fold combines operands in rank order.
         Algo::OneShot
     }
-}
-
-fn is_small(nbytes: usize) -> bool {
-    nbytes <= crate::param::small_bytes().unwrap_or(16 << 10)
 }
 
 /// The schedule of [`allreduce`], built (call number taken) but not run.

@@ -19,7 +19,7 @@
 
 use super::allreduce::copy_if_needed;
 use super::alltoall_hosts;
-use super::select::{forced_levels, Algo};
+use super::select::{forced_levels, is_small, Algo};
 use super::{scratch, tag};
 use crate::comm::Comm;
 use crate::engine::{Fold, Schedule};
@@ -54,8 +54,7 @@ pub fn build_alltoallv<'c>(
     let aggregate = sig.kind == Kind::Alltoall
         && b > 0
         && comm.topology().spans_hosts()
-        && forced_levels("alltoall")
-            .unwrap_or(total <= crate::param::small_bytes().unwrap_or(16 << 10));
+        && forced_levels("alltoall").unwrap_or(is_small(total));
     comm.note_algo(
         sig.kind,
         match n {

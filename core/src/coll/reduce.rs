@@ -10,7 +10,7 @@
 use super::allreduce::{copy_if_needed, fragment, oneshot_fold};
 use super::hier;
 use super::ring::Ring;
-use super::select::{choose, forced_levels, Algo};
+use super::select::{choose, forced_levels, is_small, Algo};
 use super::{chunk_elems, chunks, even_blocks, scratch, tag, Reduction};
 use crate::comm::Comm;
 use crate::datatype::Datatype;
@@ -56,8 +56,7 @@ pub fn build_reduce<'c>(
     let two_level = red.commutative()
         && comm.topology().spans_hosts()
         && hier::fits(comm.topology())
-        && forced_levels("reduce")
-            .unwrap_or(nbytes > crate::param::small_bytes().unwrap_or(16 << 10));
+        && forced_levels("reduce").unwrap_or(!is_small(nbytes));
     let algo = if two_level {
         Algo::Hier
     } else if red.commutative() {

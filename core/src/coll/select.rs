@@ -69,11 +69,16 @@ pub fn choose(coll: &str, bytes: usize, available: &[Algo], small: Algo, large: 
             return *a;
         }
     }
-    if bytes <= crate::param::small_bytes().unwrap_or(16 << 10) {
+    if is_small(bytes) {
         small
     } else {
         large
     }
+}
+
+/// Whether `bytes` is a small message (`HCOMM_SMALL_BYTES`, 16 KiB by default).
+pub fn is_small(bytes: usize) -> bool {
+    bytes <= crate::param::small_bytes().unwrap_or(16 << 10)
 }
 
 /// What `HCOMM_ALGO` says about two levels for collective `coll`: `Some(true)` for `hier`,
