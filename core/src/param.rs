@@ -132,6 +132,16 @@ pub const ALL: &[Param] = &[
         help: "Device (CUDA) buffers: auto (looked at only once the process has libcuda loaded: a CPU-only program never initialises CUDA), 1 (initialise CUDA at the first collective; gives every communicator the direct IPC path even if CUDA is set up later), 0 (never touch CUDA: every buffer is host memory).",
     },
     Param {
+        name: "HCOMM_CUDA_POLL",
+        default: "auto",
+        help: "Microseconds a rank polls a finished-or-not CUDA event (cuEventQuery) before it sleeps in the driver (blocking-sync event); auto: 200, and 0 when ranks outnumber cores.",
+    },
+    Param {
+        name: "HCOMM_CUDA_PHASES",
+        default: "0",
+        help: "Diagnostic: 1 makes each rank print, every 50 device-buffer allreduces of one size on the CUDA IPC path, the mean time of each phase (exchange, kernel, waits, barriers) on stderr.",
+    },
+    Param {
         name: "HCOMM_LISTEN_ANY",
         default: "0",
         help: "1: listening sockets bind to every interface (0.0.0.0 / ::) instead of the chosen interface's address only (peers are still told that address).",
@@ -203,6 +213,7 @@ bytes_param!(shm_slots, "HCOMM_SHM_SLOTS", Some(8));
 bytes_param!(shm_slot_bytes, "HCOMM_SHM_SLOT_BYTES", Some(128 << 10));
 bytes_param!(spin, "HCOMM_SPIN", None);
 bytes_param!(yield_us, "HCOMM_YIELD", None);
+bytes_param!(cuda_poll_us, "HCOMM_CUDA_POLL", None);
 string_param!(bind, "HCOMM_BIND");
 
 /// `HCOMM_PMIX_LIB`, logged when set.

@@ -92,12 +92,13 @@ fn futex_wake(word: &AtomicU32) {
 pub fn spin_limit(local_ranks: usize) -> Duration {
     let yield_us = crate::param::yield_us().map_or(YIELD_US, |us| us as u64);
     YIELD_FOR_US.store(yield_us, Ordering::Relaxed);
-    if let Some(us) = crate::param::spin() {
-        return Duration::from_micros(us as u64);
-    }
     let cores = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1);
+    OVERSUBSCRIBED.store(local_ranks > cores, Ordering::Relaxed);
+    if let Some(us) = crate::param::spin() {
+        return Duration::from_micros(us as u64);
+    }
     if local_ranks > cores {
         Duration::ZERO
     } else {
@@ -111,6 +112,14 @@ pub const SPIN_US: u64 = 20;
 
 /// Default yield budget (µs) after the spin: polls separated by `sched_yield`.
 pub const YIELD_US: u64 = 100;
+
+static OVERSUBSCRIBED: AtomicBool = AtomicBool::new(false);
+
+/// Whether the last communicator set up has more ranks (and their threads) on this host
+/// than it has cores: waits then give their core away at once.
+pub fn oversubscribed() -> bool {
+    OVERSUBSCRIBED.load(Ordering::Relaxed)
+}
 
 static YIELD_FOR_US: AtomicU64 = AtomicU64::new(YIELD_US);
 

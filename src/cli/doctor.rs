@@ -67,7 +67,7 @@ pub fn doctor(args: DoctorArgs) -> i32 {
     check_single_copy(&mut r);
     check_network(&mut r);
     check_mpi(&mut r);
-    check_cuda(&mut r);
+    check_cuda(&mut r, n);
     println!(
         "\n{} failed, {} warning(s). docs/TROUBLESHOOTING.md explains each check.",
         r.failed, r.warned
@@ -527,7 +527,7 @@ fn cuda_version_text(v: c_int) -> String {
     format!("{}.{}", v / 1000, (v % 1000) / 10)
 }
 
-fn check_cuda(r: &mut Report) {
+fn check_cuda(r: &mut Report, n: usize) {
     type IntOut = unsafe extern "C" fn(*mut c_int) -> c_int;
     type Init = unsafe extern "C" fn(u32) -> c_int;
     let Some(drv) = open("libcuda.so.1") else {
@@ -599,6 +599,37 @@ fn check_cuda(r: &mut Report) {
         for line in cuda_devices(drv, devices) {
             r.line(Status::Pass, "CUDA", &line);
         }
+        check_gpu_sharing(r, n, devices as usize);
+    }
+}
+
+/// Ranks that share a GPU: without the MPS server, the GPU time-slices between their
+/// processes and each phase of a device collective waits for its turn (measured on an H200:
+/// a 4 MiB allreduce at 2 ranks took 383 µs without MPS, 36 µs with it; docs/GPU.md).
+fn check_gpu_sharing(r: &mut Report, n: usize, gpus: usize) {
+    if gpus == 0 || n <= gpus {
+        return;
+    }
+    let pipe =
+        std::env::var("CUDA_MPS_PIPE_DIRECTORY").unwrap_or_else(|_| "/tmp/nvidia-mps".into());
+    let control = std::path::Path::new(&pipe).join("control");
+    if control.exists() {
+        r.line(
+            Status::Pass,
+            "CUDA",
+            &format!(
+                "{n} ranks share {gpus} GPU(s); the MPS server is running ({})",
+                control.display()
+            ),
+        );
+    } else {
+        r.line(
+            Status::Warn,
+            "CUDA",
+            &format!(
+                "{n} ranks would share {gpus} GPU(s) and no MPS server is running: the GPU then time-slices between the ranks' processes (device collectives pay hundreds of microseconds per call); start it with `nvidia-cuda-mps-control -d` (docs/GPU.md)"
+            ),
+        );
     }
 }
 

@@ -37,6 +37,7 @@ pub const SYMBOLS: &[&str] = &[
     "cuStreamCreate",
     "cuEventCreate",
     "cuEventRecord",
+    "cuEventQuery",
     "cuEventSynchronize",
     "cuMemcpyDtoDAsync_v2",
     "cuMemcpyDtoHAsync_v2",

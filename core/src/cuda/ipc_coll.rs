@@ -287,18 +287,25 @@ pub(crate) fn allreduce(
     let name = kernel(dt, red)?;
     let ext = dt.extent;
     let bytes = count * ext;
+    let mut ph = super::phases::Phases::start();
     with_call(cuda, c, &recv.dev, |call, mapped| {
+        ph.mark(0);
         let xs = call.shareable(send.as_ref().unwrap_or(&recv), bytes, Staging::First, true);
         let ys = match &send {
             Some(_) => call.shareable(&recv, bytes, Staging::Second, false),
             // In place: the reduced chunk r overwrites input chunk r, which only rank r reads.
             None => xs,
         };
+        ph.mark(1);
+        call.slot.wait()?;
+        ph.mark(2);
         let all = call.exchange(sig, &[xs.map(|s| s.1), ys.map(|s| s.1)])?;
+        ph.mark(3);
         let (x, y) = (xs.map_or(0, |s| s.0), ys.map_or(0, |s| s.0));
         let Some(p) = map_all(c, &all, &[(0, x), (1, y)], mapped)? else {
             return Ok(false);
         };
+        ph.mark(4);
         let (px, py) = (&p[0], &p[1]);
         let blocks = even_blocks(count, c.size());
         let (off, n) = blocks[c.rank];
@@ -316,14 +323,23 @@ pub(crate) fn allreduce(
                 ext,
             )?
         };
-        call.sync_all()?;
+        ph.mark(5);
+        call.slot.wait()?;
+        ph.mark(6);
+        crate::coll::barrier(c)?;
+        ph.mark(7);
         for (p, &(off, n)) in blocks.iter().enumerate() {
             if p != c.rank || y != recv.addr() {
                 call.slot
                     .d2d(at(recv.ptr, off * ext), py[p] + (off * ext) as u64, n * ext)?;
             }
         }
-        call.sync_all()?;
+        ph.mark(8);
+        call.slot.wait()?;
+        ph.mark(9);
+        crate::coll::barrier(c)?;
+        ph.mark(10);
+        ph.done(c.rank, bytes);
         Ok(true)
     })
 }

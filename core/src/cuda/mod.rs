@@ -27,6 +27,7 @@ mod ipc;
 mod ipc_coll;
 mod kernels;
 mod path;
+mod phases;
 mod staged;
 mod staging;
 

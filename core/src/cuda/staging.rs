@@ -225,11 +225,48 @@ impl Slot {
     }
 }
 
-/// Waits (asleep: blocking-sync event) for a recorded event.
+/// Waits for a recorded event: polls it for the `HCOMM_CUDA_POLL` budget (giving the core
+/// away between polls), then sleeps in the driver (blocking-sync event). Polling first
+/// because a blocking-sync wake-up (an interrupt, then the thread's reschedule) costs tens to
+/// hundreds of microseconds, more than most of the device work of one call takes; sleeping
+/// after it because a rank that waits long must not hold a core its peers may need.
 pub(crate) fn sync(e: sys::CUevent) -> Result<()> {
+    let budget = poll_budget();
+    if !budget.is_zero() {
+        let t0 = std::time::Instant::now();
+        loop {
+            // SAFETY: an event of the bound context; querying has no side effects.
+            match unsafe { sys::cuEventQuery(e) } {
+                sys::CUresult::CUDA_SUCCESS => return Ok(()),
+                sys::CUresult::CUDA_ERROR_NOT_READY => {}
+                r => return check(r, "cuEventQuery"),
+            }
+            if t0.elapsed() >= budget {
+                break;
+            }
+            // SAFETY: sched_yield has no preconditions.
+            unsafe { libc::sched_yield() };
+        }
+    }
     // SAFETY: an event of the bound context.
     check(unsafe { sys::cuEventSynchronize(e) }, "cuEventSynchronize")
 }
+
+/// `HCOMM_CUDA_POLL`, else [`POLL_US`] (0 when this host's ranks outnumber its cores: a
+/// polling rank would then take the core a peer needs).
+fn poll_budget() -> std::time::Duration {
+    if let Some(us) = crate::param::cuda_poll_us() {
+        return std::time::Duration::from_micros(us as u64);
+    }
+    if crate::wait::oversubscribed() {
+        std::time::Duration::ZERO
+    } else {
+        std::time::Duration::from_micros(POLL_US)
+    }
+}
+
+/// Default event-poll budget (µs) before sleeping in the driver.
+pub const POLL_US: u64 = 200;
 
 /// A device address `off` bytes into the buffer at `p`.
 pub(crate) fn at(p: *const u8, off: usize) -> u64 {
