@@ -30,6 +30,7 @@ pub enum Class {
     InStatus = 17,
     Pending = 18,
     Request = 19,
+    UnsupportedOperation = 44,
     Keyval = 48,
 }
 
@@ -61,6 +62,7 @@ impl Class {
             InStatus => "MPI_ERR_IN_STATUS",
             Pending => "MPI_ERR_PENDING",
             Request => "MPI_ERR_REQUEST",
+            UnsupportedOperation => "MPI_ERR_UNSUPPORTED_OPERATION",
             Keyval => "MPI_ERR_KEYVAL",
         }
     }
@@ -89,6 +91,7 @@ impl Class {
             InStatus => "Error code is in status",
             Pending => "Pending request",
             Request => "Invalid MPI_Request",
+            UnsupportedOperation => "Unsupported operation",
             Keyval => "Invalid keyval",
         }
     }
@@ -116,6 +119,7 @@ impl Class {
             17 => InStatus,
             18 => Pending,
             19 => Request,
+            44 => UnsupportedOperation,
             48 => Keyval,
             _ => return None,
         })

@@ -122,3 +122,22 @@ macro_rules! export_mpi_functions {
         )*
     };
 }
+
+/// Defines the entry points of functions hcomm does not implement (the generated
+/// `src/unsupported.rs`): each `MPI_name` and `PMPI_name` fails with
+/// `MPI_ERR_UNSUPPORTED_OPERATION` through the error handler `$on` names.
+#[macro_export]
+macro_rules! export_unsupported_mpi_functions {
+    ($( fn $name:ident / $pname:ident ( $($arg:ident : $ty:ty),* ) => $on:expr; )*) => {
+        $(
+            #[no_mangle]
+            pub extern "C" fn $name($($arg: $ty),*) -> ::std::ffi::c_int {
+                $crate::abi::api::unsupported::unsupported(stringify!($name), $on)
+            }
+            #[no_mangle]
+            pub extern "C" fn $pname($($arg: $ty),*) -> ::std::ffi::c_int {
+                $crate::abi::api::unsupported::unsupported(stringify!($name), $on)
+            }
+        )*
+    };
+}

@@ -26,6 +26,7 @@ mod nb;
 mod p2p;
 mod typearg;
 mod types;
+pub mod unsupported;
 
 pub use coll::*;
 #[allow(unused_imports)]
