@@ -148,9 +148,13 @@ class Proto:
     def error_object(self):
         """Whose error handler reports the call: the first communicator argument, else the
         object family the function belongs to."""
-        for pname, rty, base in self.rust_params():
+        params = self.rust_params()
+        for pname, rty, base in params:
             if base == "MPI_Comm":
                 return f"On::Comm({pname})"
+        for family in ("File", "Win", "Session"):
+            if any(base == "MPI_" + family for _, _, base in params):
+                return f"On::{family}"
         short = self.name.split("_", 1)[1]
         for family in ("File", "Win", "Session"):
             if short.startswith(family + "_"):

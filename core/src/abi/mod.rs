@@ -72,12 +72,20 @@ pub(crate) fn raise(name: &str, comm: Option<i32>, code: c_int, text: &str) -> c
         return code;
     }
     if let Some(f) = objects::errhandler_fn(handler) {
+        // A handler whose own MPI calls fail on the same communicator would be called again
+        // from inside itself, without end (a stack overflow): those errors are returned.
+        if IN_USER_HANDLER.with(|c| c.get()) {
+            crate::info!("{name} returns {code} (raised inside a user error handler): {text}");
+            return code;
+        }
         crate::info!("{name} calls user error handler 0x{handler:x} with {code}: {text}");
         let (mut h, mut c) = (handle, code);
+        IN_USER_HANDLER.with(|c| c.set(true));
         // SAFETY: `f` came from MPI_Comm_create_errhandler, typed as MPI's
         // `void (MPI_Comm *, int *, ...)`; both pointers are valid for the call. No lock is
         // held here, so the handler may call MPI itself.
         unsafe { f(&mut h, &mut c) };
+        IN_USER_HANDLER.with(|c| c.set(false));
         return code;
     }
     let host = crate::log::hostname();
@@ -90,6 +98,11 @@ pub(crate) fn raise(name: &str, comm: Option<i32>, code: c_int, text: &str) -> c
     // SAFETY: _exit ends the process without running atexit handlers that might call back
     // into MPI; the launcher sees the non-zero status and ends the other ranks.
     unsafe { libc::_exit(1) }
+}
+
+thread_local! {
+    /// Whether this thread is inside a user error handler (see [`raise`]).
+    static IN_USER_HANDLER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 /// Writes `v` through an output pointer, or fails with `MPI_ERR_ARG` naming it.

@@ -35,6 +35,7 @@ pub unsafe fn comm_dup(comm: c_int, newcomm: *mut c_int) -> c_int {
             return Err(Error::new(Class::Arg, "newcomm is NULL"));
         }
         let handle = rt.add_comm(c.dup())?;
+        super::attributes::copy_comm_attrs(comm, handle)?;
         out(newcomm, "newcomm", handle)
     })
 }
@@ -70,6 +71,8 @@ pub unsafe fn comm_free(comm: *mut c_int) -> c_int {
     guard("MPI_Comm_free", handle, || {
         let rt = runtime::get()?;
         let handle = handle.ok_or_else(|| Error::new(Class::Arg, "comm is NULL"))?;
+        comm_of(rt, handle)?;
+        super::attributes::delete_all(super::attributes::Kind::Comm, handle)?;
         rt.free_comm(handle)?;
         out(comm, "comm", h::COMM_NULL)
     })

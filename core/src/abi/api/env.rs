@@ -46,6 +46,10 @@ pub unsafe fn finalized(flag: *mut c_int) -> c_int {
 
 pub unsafe fn finalize() -> c_int {
     guard("MPI_Finalize", None, || {
+        if runtime::get().is_ok() {
+            // MPI: "the first thing MPI_Finalize does" is to delete MPI_COMM_SELF's attributes.
+            super::attributes::delete_all(super::attributes::Kind::Comm, h::COMM_SELF)?;
+        }
         if let Ok(rt) = runtime::get() {
             crate::stats::print_if_enabled(rt.world.rank as i32);
             crate::stats::profile::finish(rt.world.rank as i32);

@@ -250,13 +250,15 @@ pub unsafe fn comm_get_attr(
             }
             h::KEYVAL_APPNUM => &APPNUM,
             h::KEYVAL_INVALID => {
-                return Err(Error::new(Class::Keyval, "comm_keyval is MPI_KEYVAL_INVALID"))
-            }
-            _ => {
                 return Err(Error::new(
                     Class::Keyval,
-                    format!("comm_keyval 0x{keyval:x} is not a valid attribute key (hcomm has only the predefined ones)"),
+                    "comm_keyval is MPI_KEYVAL_INVALID",
                 ))
+            }
+            _ => {
+                let v =
+                    super::attributes::get_user_attr(super::attributes::Kind::Comm, comm, keyval)?;
+                return super::attributes::write_attr(v, attribute_val, flag);
             }
         };
         out(

@@ -17,11 +17,13 @@ use crate::error::{Class, Error, Result};
 use crate::frame::{Kind, Signature};
 use crate::runtime;
 
+pub mod attributes;
 mod coll;
 mod coll2;
 mod comm;
 mod env;
 mod groups;
+mod local_queries;
 mod nb;
 mod p2p;
 mod typearg;
@@ -35,6 +37,7 @@ pub use comm::*;
 pub use env::*;
 #[allow(unused_imports)]
 pub use groups::*;
+pub use local_queries::*;
 #[allow(unused_imports)]
 pub use nb::*;
 #[allow(unused_imports)]

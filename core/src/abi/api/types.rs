@@ -205,6 +205,9 @@ pub unsafe fn type_free(datatype: *mut c_int) -> c_int {
                 format!("datatype 0x{dt:x} is predefined and cannot be freed"),
             ));
         }
+        if h::user_type(dt).is_some() {
+            super::attributes::delete_all(super::attributes::Kind::Type, dt)?;
+        }
         if !h::free_type(dt) {
             return Err(bad_type(dt));
         }
