@@ -48,13 +48,13 @@ pub const ALL: &[Param] = &[
     },
     Param {
         name: "HCOMM_CMA",
-        default: "1",
-        help: "Single copy between ranks of one host: a large message is read straight out of the sender's memory (process_vm_readv) instead of passing through the shared-memory slots; 0 turns it off. Where the kernel refuses it (ptrace scope, seccomp, another user), ranks copy through the slots and INFO says why.",
+        default: "0",
+        help: "Single copy between ranks of one host: 1 reads a large message straight out of the sender's memory (process_vm_readv) instead of copying it through the shared-memory slots; 0 (the default: measured slower where the kernel's copy is slower than memcpy, see docs/PERFORMANCE.md) turns it off. Where the kernel refuses it (ptrace scope, seccomp, another user), ranks copy through the slots and INFO says why.",
     },
     Param {
         name: "HCOMM_CMA_BYTES",
         default: "64K",
-        help: "Messages (pipeline chunks) of at least this many bytes take the single copy when it is on.",
+        help: "With HCOMM_CMA=1: messages (pipeline chunks) of at least this many bytes take the single copy.",
     },
     Param {
         name: "HCOMM_SPIN",
@@ -303,12 +303,7 @@ macro_rules! flag_param {
 flag_param!(disable, "HCOMM_DISABLE");
 flag_param!(stats, "HCOMM_STATS");
 flag_param!(listen_any, "HCOMM_LISTEN_ANY");
-
-/// `HCOMM_CMA` (see [`ALL`]): on unless set to something not [`truthy`].
-pub fn cma() -> bool {
-    static V: OnceLock<bool> = OnceLock::new();
-    *V.get_or_init(|| logged("HCOMM_CMA", raw("HCOMM_CMA")).is_none_or(|v| truthy(&v)))
-}
+flag_param!(cma, "HCOMM_CMA");
 
 /// `HCOMM_PROGRESS`: `true` for a progress thread (the default), `false` for `caller`.
 /// An unknown value keeps the default, with a warning.
