@@ -594,8 +594,18 @@ impl<'a> Schedule<'a> {
                 let ranks = (me, *peer);
                 let mut consume = |hdr: &FrameHeader, payload: &[u8]| -> Result<bool> {
                     let n = payload.len();
+                    let cma_ticket = (hdr.flags & FLAG_CMA != 0 && n == CMA_PAYLOAD)
+                        .then(|| u64::from_le_bytes(payload[8..].try_into().expect("8 bytes")));
+                    let refuse = |e: Error| -> Result<bool> {
+                        // A single copy we refuse still releases the sender, as a copy
+                        // through the slots would have: only this side's call fails.
+                        if let Some(t) = cma_ticket {
+                            ctx.ep.cma_ack(world_peer, t)?;
+                        }
+                        Err(e)
+                    };
                     if hdr.msg_len() != len as u64 {
-                        return Err(Error::new(
+                        return refuse(Error::new(
                             Class::Truncate,
                             format!(
                                 "message size mismatch in {} on {} (call {}): rank {} sends {} bytes where rank {me} expects {len}: were the counts and datatypes consistent on every rank?",
@@ -609,13 +619,13 @@ impl<'a> Schedule<'a> {
                     }
                     if hdr.flags & FLAG_CMA != 0 {
                         if *started || hdr.offset != 0 || n != CMA_PAYLOAD {
-                            return Err(Error::other(format!(
+                            return refuse(Error::other(format!(
                                 "unexpected single-copy frame from rank {world_peer} ({n} bytes at offset {}, {} bytes received before)",
                                 hdr.offset, *done
                             )));
                         }
                         let addr = u64::from_le_bytes(payload[..8].try_into().expect("8 bytes"));
-                        let t = u64::from_le_bytes(payload[8..].try_into().expect("8 bytes"));
+                        let t = cma_ticket.expect("checked: a single-copy payload");
                         // SAFETY: dst..dst+len is the receive range; `with` ranges are
                         // parallel to it (the algorithm's contract, as for fragments).
                         if !unsafe { cma_fold(ctx.ep, world_peer, addr, dst, len, fold, extent)? } {
