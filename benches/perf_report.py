@@ -40,6 +40,8 @@ IMPLS = collections.OrderedDict(
         ("openmpi", ("Open MPI", "#2ca02c")),
         ("openmpi-noavx", ("Open MPI --mca op ^avx", "#17becf")),
         ("hcomm-bench", ("hcomm bench (Rust tool)", "#8c564b")),
+        ("hcomm-cma", ("hcomm, HCOMM_CMA=1 (single copy)", "#9467bd")),
+        ("hcomm-nocma", ("hcomm, HCOMM_CMA=0", "#bcbd22")),
     ]
 )
 PEERS = ("mpich", "openmpi")

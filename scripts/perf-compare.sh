@@ -13,7 +13,9 @@
 #   hcomm-mpich    mpiexec.mpich -genv LD_PRELOAD $TARGET/libhcomm_preload.so ... .mpich
 #   hcomm-openmpi  mpirun.openmpi -x LD_PRELOAD=$TARGET/libhcomm_preload.so ... .openmpi
 #   (optional)     openmpi-noavx: Open MPI with --mca op ^avx; hcomm-bench: the Rust tool
-#                  `hcomm run -n N hcomm bench` with the same settings
+#                  `hcomm run -n N hcomm bench` with the same settings; hcomm-cma: hcomm
+#                  standalone with HCOMM_CMA=1 (single copy within the host), hcomm-nocma:
+#                  with HCOMM_CMA=0
 # Every implementation runs the same program with the same arguments (sizes, iteration
 # counts, out-of-place, float sum, results checked outside the timed batch). Then
 # benches/perf_report.py computes per implementation x collective x size the median and
@@ -112,6 +114,8 @@ command_for() {
         hcomm-mpich) echo "mpiexec.mpich -n $np -genv LD_PRELOAD $PRELOAD $BIN/coll_bench.mpich $ARGS -l hcomm-mpich" ;;
         hcomm-openmpi) echo "mpirun.openmpi -n $np $over -x LD_PRELOAD=$PRELOAD $BIN/coll_bench.openmpi $ARGS -l hcomm-openmpi" ;;
         hcomm-bench) echo "$TARGET/hcomm run -n $np $TARGET/hcomm bench $BENCH_ARGS" ;;
+        hcomm-cma) echo "env HCOMM_CMA=1 $TARGET/hcomm run -n $np $BIN/coll_bench.hcomm $ARGS -l hcomm-cma" ;;
+        hcomm-nocma) echo "env HCOMM_CMA=0 $TARGET/hcomm run -n $np $BIN/coll_bench.hcomm $ARGS -l hcomm-nocma" ;;
         *) echo "perf-compare.sh: unknown implementation $impl" >&2; return 1 ;;
     esac
 }

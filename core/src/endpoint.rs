@@ -26,7 +26,7 @@ use crate::error::{Error, Result};
 use crate::frame::{FrameHeader, Signature};
 use crate::health::{Notices, PeerMeta};
 use crate::transport::shm::Segment;
-use crate::transport::Link;
+use crate::transport::{CmaSend, Link};
 use crate::wait::Doorbell;
 
 /// Identifies the frames a receive wants.
@@ -237,6 +237,50 @@ impl Endpoint {
             crate::transport::count_sent(link.name(), payload.len());
         }
         Ok(sent)
+    }
+
+    /// Single copy: posts a control frame for the `len` bytes at `buf` (see
+    /// [`Link::try_send_cma`]); counted as `len` bytes sent, like the copy it replaces.
+    pub fn try_send_cma(
+        &self,
+        peer: usize,
+        hdr: &FrameHeader,
+        buf: *const u8,
+        len: usize,
+    ) -> Result<CmaSend> {
+        let link = self.link(peer)?;
+        let res = link.try_send_cma(hdr, buf)?;
+        if let CmaSend::Posted(_) = res {
+            crate::transport::count_sent(link.name(), len);
+        }
+        Ok(res)
+    }
+
+    /// Whether `peer` has read single-copy message `ticket` (the sender may reuse the buffer).
+    pub fn cma_done(&self, peer: usize, ticket: u64) -> Result<bool> {
+        Ok(self.link(peer)?.cma_done(ticket))
+    }
+
+    /// Reads `len` bytes at `peer`'s address `addr` into `dst`; `Ok(false)` when the peer's
+    /// process is gone.
+    ///
+    /// # Safety
+    /// `dst` is valid for `len` bytes of writing.
+    pub unsafe fn cma_read(
+        &self,
+        peer: usize,
+        addr: u64,
+        dst: *mut u8,
+        len: usize,
+    ) -> Result<bool> {
+        // SAFETY: the caller's contract.
+        unsafe { self.link(peer)?.cma_read(addr, dst, len) }
+    }
+
+    /// Tells `peer` that its single-copy message `ticket` has been read.
+    pub fn cma_ack(&self, peer: usize, ticket: u64) -> Result<()> {
+        self.link(peer)?.cma_ack(ticket);
+        Ok(())
     }
 
     /// Feeds frames from `peer` that match `key` to `consume` until it returns `false`

@@ -32,8 +32,9 @@ use std::time::{Duration, Instant};
 use crate::coll::Reduction;
 use crate::endpoint::{Endpoint, MatchKey};
 use crate::error::{Class, Error, Result};
-use crate::frame::{FrameHeader, Signature};
+use crate::frame::{FrameHeader, Signature, FLAG_CMA};
 use crate::health::{self, Verdict, Watchdog};
+use crate::transport::{CmaSend, CMA_PAYLOAD};
 
 const NONE: u32 = u32::MAX;
 
@@ -57,6 +58,8 @@ enum Task {
         len: usize,
         done: usize,
         started: bool,
+        /// Sent as a single copy: the ticket the peer acknowledges once it has read `buf`.
+        ticket: Option<u64>,
     },
     Recv {
         peer: usize,
@@ -239,6 +242,7 @@ impl<'a> Schedule<'a> {
                 len,
                 done: 0,
                 started: false,
+                ticket: None,
             },
             deps,
         )
@@ -508,16 +512,39 @@ impl<'a> Schedule<'a> {
                 len,
                 done,
                 started,
+                ticket,
             } => {
+                let world_peer = ctx.world[*peer];
+                if let Some(t) = *ticket {
+                    // Posted as a single copy: the buffer is ours again once the peer read it.
+                    // Later sends to the peer need not wait for that.
+                    if ctx.ep.cma_done(world_peer, t)? {
+                        entry.done = true;
+                        return Ok(true);
+                    }
+                    return Ok(false);
+                }
                 if self.v.send_busy[*peer] == pass {
                     return Ok(false);
                 }
                 self.v.send_busy[*peer] = pass;
-                let world_peer = ctx.world[*peer];
-                let max = frag_limit(ctx.ep.max_payload(world_peer)?, ctx.extent);
                 let mut hdr =
                     FrameHeader::new(&ctx.sig, ctx.comm_id, ctx.seq, *tag, ctx.ep.rank as u32);
                 hdr.set_msg_len(*len as u64);
+                if !*started && *len >= cma_threshold() {
+                    match ctx.ep.try_send_cma(world_peer, &hdr, *buf, *len)? {
+                        CmaSend::Posted(t) => {
+                            *ticket = Some(t);
+                            *started = true;
+                            *done = *len;
+                            self.v.send_busy[*peer] = 0;
+                            return Ok(true);
+                        }
+                        CmaSend::Full => return Ok(false),
+                        CmaSend::No => {}
+                    }
+                }
+                let max = frag_limit(ctx.ep.max_payload(world_peer)?, ctx.extent);
                 let mut moved = false;
                 while *done < *len || !*started {
                     let n = (*len - *done).min(max);
@@ -567,8 +594,18 @@ impl<'a> Schedule<'a> {
                 let ranks = (me, *peer);
                 let mut consume = |hdr: &FrameHeader, payload: &[u8]| -> Result<bool> {
                     let n = payload.len();
+                    let cma_ticket = (hdr.flags & FLAG_CMA != 0 && n == CMA_PAYLOAD)
+                        .then(|| u64::from_le_bytes(payload[8..].try_into().expect("8 bytes")));
+                    let refuse = |e: Error| -> Result<bool> {
+                        // A single copy we refuse still releases the sender, as a copy
+                        // through the slots would have: only this side's call fails.
+                        if let Some(t) = cma_ticket {
+                            ctx.ep.cma_ack(world_peer, t)?;
+                        }
+                        Err(e)
+                    };
                     if hdr.msg_len() != len as u64 {
-                        return Err(Error::new(
+                        return refuse(Error::new(
                             Class::Truncate,
                             format!(
                                 "message size mismatch in {} on {} (call {}): rank {} sends {} bytes where rank {me} expects {len}: were the counts and datatypes consistent on every rank?",
@@ -579,6 +616,28 @@ impl<'a> Schedule<'a> {
                                 hdr.msg_len()
                             ),
                         ));
+                    }
+                    if hdr.flags & FLAG_CMA != 0 {
+                        if *started || hdr.offset != 0 || n != CMA_PAYLOAD {
+                            return refuse(Error::other(format!(
+                                "unexpected single-copy frame from rank {world_peer} ({n} bytes at offset {}, {} bytes received before)",
+                                hdr.offset, *done
+                            )));
+                        }
+                        let addr = u64::from_le_bytes(payload[..8].try_into().expect("8 bytes"));
+                        let t = cma_ticket.expect("checked: a single-copy payload");
+                        // SAFETY: dst..dst+len is the receive range; `with` ranges are
+                        // parallel to it (the algorithm's contract, as for fragments).
+                        if !unsafe { cma_fold(ctx.ep, world_peer, addr, dst, len, fold, extent)? } {
+                            // The sender died after posting: this receive never completes,
+                            // and the liveness checks of the wait name the lost rank, as when
+                            // a sender dies before its fragments arrive.
+                            return Ok(false);
+                        }
+                        ctx.ep.cma_ack(world_peer, t)?;
+                        *done = len;
+                        *started = true;
+                        return Ok(false);
                     }
                     if hdr.offset as usize != *done || *done + n > len {
                         return Err(Error::other(format!(
@@ -828,6 +887,70 @@ fn frag_limit(max_payload: usize, extent: usize) -> usize {
     } else {
         max_payload / extent * extent
     }
+}
+
+/// Messages of at least this many bytes go as a single copy where the link allows it
+/// (`HCOMM_CMA_BYTES`; `HCOMM_CMA=0` turns the single copy off at setup instead).
+fn cma_threshold() -> usize {
+    crate::param::cma_bytes()
+        .unwrap_or(DEFAULT_CMA_BYTES)
+        .max(1)
+}
+
+/// See [`cma_threshold`]; measured in docs/PERFORMANCE.md ("Single copy").
+pub const DEFAULT_CMA_BYTES: usize = 64 << 10;
+
+/// Reductions read a single-copy message in pieces of about this size into a buffer that stays
+/// in cache, and fold each piece from there: the message's bytes cross memory once.
+const CMA_PIECE: usize = 64 << 10;
+
+thread_local! {
+    static BOUNCE: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Receives a single-copy message: the `len` bytes at `addr` in world rank `peer`, folded into
+/// `dst` as `fold` says — read straight into `dst` for a copy, through a cache-sized buffer
+/// for a reduction. `Ok(false)`: the sender's process is gone.
+///
+/// # Safety
+/// As [`apply`] for the whole message: `dst` valid for `len` bytes, `with` ranges parallel.
+unsafe fn cma_fold(
+    ep: &Endpoint,
+    peer: usize,
+    addr: u64,
+    dst: *mut u8,
+    len: usize,
+    fold: Fold,
+    extent: usize,
+) -> Result<bool> {
+    if len == 0 {
+        return Ok(true);
+    }
+    if let Fold::Copy = fold {
+        // SAFETY: dst is valid for len bytes (the caller's contract).
+        return unsafe { ep.cma_read(peer, addr, dst, len) };
+    }
+    // Whole elements per piece, so each piece reduces on its own.
+    let piece = (CMA_PIECE / extent).max(1) * extent;
+    BOUNCE.with(|b| {
+        let mut b = b.borrow_mut();
+        if b.len() < piece {
+            b.resize(piece, 0);
+        }
+        let mut off = 0;
+        while off < len {
+            let k = piece.min(len - off);
+            // SAFETY: the bounce buffer holds at least `piece` >= k bytes.
+            if !unsafe { ep.cma_read(peer, addr + off as u64, b.as_mut_ptr(), k)? } {
+                return Ok(false);
+            }
+            // SAFETY: dst+off..dst+off+k lies in the receive range; k is whole elements
+            // (len is, and so is every piece but possibly the last, which ends at len).
+            unsafe { apply(fold, dst.add(off), &b[..k], off, extent) };
+            off += k;
+        }
+        Ok(true)
+    })
 }
 
 /// Applies one fragment.

@@ -25,6 +25,10 @@
 //! Collective matching ignores `P2p` frames and point-to-point matching takes only `P2p` frames,
 //! so the two share every channel without ever consuming each other's frames.
 
+/// `flags`: a single-copy control frame ([`crate::transport::Link::try_send_cma`]): the
+/// payload is the message's address in the sender and a ticket, not the message.
+pub const FLAG_CMA: u32 = 1;
+
 /// "HC" little-endian.
 pub const MAGIC: u16 = 0x4348;
 pub const VERSION: u8 = 1;

@@ -47,6 +47,16 @@ pub const ALL: &[Param] = &[
         help: "Payload bytes per shared-memory slot: the largest fragment the shm transport moves at once.",
     },
     Param {
+        name: "HCOMM_CMA",
+        default: "0",
+        help: "Single copy between ranks of one host: 1 reads a large message straight out of the sender's memory (process_vm_readv) instead of copying it through the shared-memory slots; 0 (the default: measured slower where the kernel's copy is slower than memcpy, see docs/PERFORMANCE.md) turns it off. Where the kernel refuses it (ptrace scope, seccomp, another user), ranks copy through the slots and INFO says why.",
+    },
+    Param {
+        name: "HCOMM_CMA_BYTES",
+        default: "64K",
+        help: "With HCOMM_CMA=1: messages (pipeline chunks) of at least this many bytes take the single copy.",
+    },
+    Param {
         name: "HCOMM_SPIN",
         default: "auto",
         help: "Microseconds a waiting rank polls before it sleeps on a futex; auto: 20, and 0 when ranks outnumber cores.",
@@ -211,6 +221,7 @@ bytes_param!(chunk_size, "HCOMM_CHUNK_SIZE", None);
 bytes_param!(small_bytes, "HCOMM_SMALL_BYTES", Some(16 << 10));
 bytes_param!(shm_slots, "HCOMM_SHM_SLOTS", Some(8));
 bytes_param!(shm_slot_bytes, "HCOMM_SHM_SLOT_BYTES", Some(128 << 10));
+bytes_param!(cma_bytes, "HCOMM_CMA_BYTES", None);
 bytes_param!(spin, "HCOMM_SPIN", None);
 bytes_param!(yield_us, "HCOMM_YIELD", None);
 bytes_param!(cuda_poll_us, "HCOMM_CUDA_POLL", None);
@@ -292,6 +303,7 @@ macro_rules! flag_param {
 flag_param!(disable, "HCOMM_DISABLE");
 flag_param!(stats, "HCOMM_STATS");
 flag_param!(listen_any, "HCOMM_LISTEN_ANY");
+flag_param!(cma, "HCOMM_CMA");
 
 /// `HCOMM_PROGRESS`: `true` for a progress thread (the default), `false` for `caller`.
 /// An unknown value keeps the default, with a warning.

@@ -391,14 +391,40 @@ fn connect_world(
         let opened = (|| {
             let mut links: Vec<Option<Box<dyn Link>>> = (0..size).map(|_| None).collect();
             if let Some(mine) = &mine {
+                let cma = crate::param::cma();
+                let mut refused = None;
                 for r in (0..size).filter(|&r| use_shm[r]) {
                     let theirs =
                         Arc::new(Segment::open(&contract::shm_segment_name(&job, r), geo)?);
-                    links[r] = Some(Box::new(ShmLink::new(mine.clone(), theirs, me, r)));
+                    // Each receiver decides for itself and tells the sender through the
+                    // channel before the next barrier: a sender never posts a single copy
+                    // its receiver cannot take.
+                    let read_pid = match cma.then(|| theirs.probe_cma()) {
+                        Some(Ok(pid)) => Some(pid),
+                        Some(Err(why)) => {
+                            refused.get_or_insert((r, why));
+                            None
+                        }
+                        None => None,
+                    };
+                    links[r] = Some(Box::new(ShmLink::new(
+                        mine.clone(),
+                        theirs,
+                        me,
+                        r,
+                        read_pid,
+                        cma,
+                    )));
                     crate::info!(
-                        "peer {r}: transport shm (slots {} x {} bytes)",
+                        "peer {r}: transport shm (slots {} x {} bytes; single copy from it: {})",
                         geo.slots,
-                        geo.slot_bytes
+                        geo.slot_bytes,
+                        if read_pid.is_some() { "yes" } else { "no" }
+                    );
+                }
+                if let Some((r, why)) = refused {
+                    crate::info!(
+                        "single copy (CMA) unavailable from rank {r} (and maybe others): {why}; messages from those ranks are copied through shared memory (Yama ptrace_scope, seccomp or another user can forbid process_vm_readv; HCOMM_CMA=0 skips the probe)"
                     );
                 }
             }

@@ -49,4 +49,46 @@ pub trait Link: Send + Sync {
 
     /// Short name for logs ("shm", "tcp").
     fn name(&self) -> &'static str;
+
+    /// Single copy, sending side: posts a control frame (header `hdr`, `flags |=`
+    /// [`crate::frame::FLAG_CMA`]) that lets the peer read the message at `addr` (its length
+    /// is `hdr`'s message length) straight out of this process. `addr..addr+len` must stay
+    /// unchanged until [`Link::cma_done`] says the peer has read it.
+    fn try_send_cma(&self, _hdr: &FrameHeader, _addr: *const u8) -> Result<CmaSend> {
+        Ok(CmaSend::No)
+    }
+
+    /// Whether the peer has read single-copy message `ticket`.
+    fn cma_done(&self, _ticket: u64) -> bool {
+        true
+    }
+
+    /// Single copy, receiving side: reads `len` bytes at the peer's address `addr` into `dst`.
+    /// `Ok(false)`: the peer's process no longer exists (the liveness checks name it).
+    ///
+    /// # Safety
+    /// `dst` is valid for `len` bytes of writing.
+    unsafe fn cma_read(&self, _addr: u64, _dst: *mut u8, _len: usize) -> Result<bool> {
+        Err(crate::error::Error::intern(format!(
+            "single-copy frame on a {} link",
+            self.name()
+        )))
+    }
+
+    /// Tells the peer that single-copy message `ticket` has been read.
+    fn cma_ack(&self, _ticket: u64) {}
 }
+
+/// What [`Link::try_send_cma`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CmaSend {
+    /// Posted, with this ticket.
+    Posted(u64),
+    /// No room in the channel now: try again later.
+    Full,
+    /// Not for this message: send it through the slots.
+    No,
+}
+
+/// Payload of a single-copy control frame: the sender's address and the ticket.
+pub const CMA_PAYLOAD: usize = 16;

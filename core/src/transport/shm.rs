@@ -11,6 +11,16 @@
 //! the slot and publishes it by advancing `head` (Release); the receiver reads the slot in place
 //! (a reduction reads it straight out of shared memory) and frees it by advancing `tail`. Both
 //! ring the other side's doorbell: new data for the receiver, a free slot for the sender.
+//!
+//! Single copy (CMA): a large message need not pass through the slots at all. The sender posts
+//! one control frame ([`crate::frame::FLAG_CMA`]: the message's address in the sender and a
+//! ticket), the receiver reads the bytes straight out of the sender's memory with
+//! `process_vm_readv` and then acknowledges the ticket in the channel header, which is when
+//! the sender may reuse its buffer. Whether a receiver can read a sender is probed once, at
+//! setup ([`Segment::probe_cma`]), and published by the receiver in the channel from that
+//! sender (`cma_ok`): a sender uses the control frame only when its receiver said it can read
+//! it, so the two sides of a link can never disagree about a message. The receiver takes
+//! both kinds of frame at any time.
 
 use std::ffi::CString;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -18,7 +28,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use super::Link;
+use super::{CmaSend, Link, CMA_PAYLOAD};
 use crate::error::{Error, Result};
 use crate::frame::FrameHeader;
 use crate::wait::Doorbell;
@@ -27,6 +37,8 @@ const SEG_MAGIC: u64 = 0x6863_6f6d_6d73_686d; // "hcommshm"
 const HDR_BYTES: usize = 4096;
 const CACHELINE: usize = 128;
 const FRAME_HDR: usize = std::mem::size_of::<FrameHeader>();
+/// Single-copy messages a sender may have in flight per channel (one acknowledgement word each).
+pub const CMA_TICKETS: usize = 16;
 
 /// Start of a segment.
 #[repr(C)]
@@ -36,7 +48,11 @@ struct SegmentHeader {
     slots: AtomicU32,
     slot_bytes: AtomicU32,
     owner_pid: AtomicU32,
-    _pad: [u8; 40],
+    /// A random word, and its address in the owner's address space: a peer that reads the
+    /// same word there with `process_vm_readv` can read the owner's memory (CMA).
+    probe_word: AtomicU64,
+    probe_addr: AtomicU64,
+    _pad: [u8; 24],
     bell: Doorbell,
 }
 
@@ -47,6 +63,13 @@ struct ChannelHeader {
     _pad0: [u8; CACHELINE - 8],
     tail: AtomicU64,
     _pad1: [u8; CACHELINE - 8],
+    /// Set by the receiver (this segment's owner) at setup when it can read the sender's
+    /// memory: only then does the sender post single-copy frames on this channel.
+    cma_ok: AtomicU32,
+    _pad2: [u8; CACHELINE - 4],
+    /// `acks[t % CMA_TICKETS] = t + 1` once the receiver has read single-copy message `t`
+    /// (written by the receiver, read by the sender).
+    acks: [AtomicU64; CMA_TICKETS],
 }
 
 /// Geometry shared by every segment of a job (all ranks compute it from the same settings).
@@ -144,6 +167,10 @@ impl Segment {
         h.slots.store(geo.slots as u32, Ordering::Relaxed);
         h.slot_bytes.store(geo.slot_bytes as u32, Ordering::Relaxed);
         h.owner_pid.store(std::process::id(), Ordering::Relaxed);
+        h.probe_word
+            .store(probe_nonce(seg.base as u64), Ordering::Relaxed);
+        h.probe_addr
+            .store(&h.probe_word as *const AtomicU64 as u64, Ordering::Relaxed);
         h.magic.store(SEG_MAGIC, Ordering::Release);
         Ok(seg)
     }
@@ -250,6 +277,97 @@ impl Segment {
         // SAFETY: channel_offset(src) + channel_stride <= len for src < nranks.
         unsafe { self.base.add(self.geo.channel_offset(src)) }
     }
+
+    fn channel_header(&self, src: usize) -> &ChannelHeader {
+        // SAFETY: a channel starts with a ChannelHeader of atomics inside the mapped segment,
+        // valid for any bit pattern.
+        unsafe { &*(self.channel(src) as *const ChannelHeader) }
+    }
+
+    /// Whether this process can read the memory of this (peer's) segment's owner with
+    /// `process_vm_readv`: reads the owner's probe word at its own address and compares it
+    /// with the copy we see in shared memory. `Ok(pid)` to read from, or why not. Catches
+    /// every reason at once — Yama's ptrace scope, seccomp, another user, a pid namespace
+    /// (the pid would name another process, or none) — by trying it.
+    pub fn probe_cma(&self) -> std::result::Result<libc::pid_t, String> {
+        let h = self.header();
+        let pid = h.owner_pid.load(Ordering::Relaxed) as libc::pid_t;
+        let want = h.probe_word.load(Ordering::Relaxed);
+        let addr = h.probe_addr.load(Ordering::Relaxed);
+        let mut got = 0u64;
+        // SAFETY: `got` is 8 writable bytes.
+        match unsafe { cma_read(pid, addr, (&mut got as *mut u64).cast(), 8) } {
+            Ok(()) if got == want => Ok(pid),
+            Ok(()) => Err(format!(
+                "pid {pid} is not the segment's owner as this process sees it (another pid namespace?)"
+            )),
+            Err((e, _)) => Err(e),
+        }
+    }
+
+    /// Tells the sender `src` that we can read its memory: from now on it may post
+    /// single-copy frames to us. Never cleared, so a sender that reads it late only misses
+    /// the single copy for its first messages.
+    pub fn allow_cma_from(&self, src: usize) {
+        self.channel_header(src).cma_ok.store(1, Ordering::Release);
+    }
+}
+
+/// A word no other process is likely to hold at the probed address.
+fn probe_nonce(seed: u64) -> u64 {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    let mut z = seed ^ t ^ (u64::from(std::process::id()) << 32) ^ 0x9e37_79b9_7f4a_7c15;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    (z ^ (z >> 31)) | 1
+}
+
+/// Reads `len` bytes at `remote` in process `pid` into `dst` (`process_vm_readv`, looping over
+/// short reads). The error says why, with the errno's text, and whether the process is gone
+/// (`ESRCH`).
+///
+/// # Safety
+/// `dst` is valid for `len` bytes of writing.
+unsafe fn cma_read(
+    pid: libc::pid_t,
+    remote: u64,
+    dst: *mut u8,
+    len: usize,
+) -> std::result::Result<(), (String, bool)> {
+    let mut done = 0;
+    while done < len {
+        let local = libc::iovec {
+            // SAFETY: done < len, so this stays inside the caller's range.
+            iov_base: unsafe { dst.add(done) }.cast(),
+            iov_len: len - done,
+        };
+        let far = libc::iovec {
+            iov_base: (remote as usize + done) as *mut libc::c_void,
+            iov_len: len - done,
+        };
+        // SAFETY: the local iovec describes writable memory we own; the remote one is only
+        // interpreted by the kernel in the other process, which checks it (EFAULT).
+        let n = unsafe { libc::process_vm_readv(pid, &local, 1, &far, 1, 0) };
+        if n < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            let gone = e.raw_os_error() == Some(libc::ESRCH);
+            return Err((format!("process_vm_readv from pid {pid}: {e}"), gone));
+        }
+        if n == 0 {
+            return Err((
+                format!("process_vm_readv from pid {pid}: no progress at byte {done} of {len}"),
+                false,
+            ));
+        }
+        done += n as usize;
+    }
+    Ok(())
 }
 
 impl Drop for Segment {
@@ -268,6 +386,8 @@ struct ChannelEnd {
     pos: u64,
     /// Last seen value of the other side's counter.
     other: u64,
+    /// Sending end: the next single-copy ticket.
+    cma_next: u64,
 }
 
 // SAFETY: the raw pointer points into `seg`, which the Arc keeps mapped; access follows the
@@ -282,6 +402,7 @@ impl ChannelEnd {
             chan,
             pos: 0,
             other: 0,
+            cma_next: 0,
         }
     }
 
@@ -309,21 +430,51 @@ pub struct ShmLink {
     rx: Mutex<ChannelEnd>,
     /// The peer's segment, whose doorbell we ring for new data and for freed slots.
     peer: Arc<Segment>,
+    /// Our segment, where we acknowledge single-copy messages from the peer.
+    mine: Arc<Segment>,
+    me: usize,
+    peer_rank: usize,
+    /// Single copy: the peer's pid when we read its memory (the probe passed); whether we
+    /// may post single-copy frames (`HCOMM_CMA`; the peer must also have said it reads us).
+    read_pid: Option<libc::pid_t>,
+    send_cma: bool,
     slots: u64,
     slot_bytes: usize,
 }
 
 impl ShmLink {
     /// `mine`: our segment; `theirs`: the peer's; `me`/`peer`: world ranks.
-    pub fn new(mine: Arc<Segment>, theirs: Arc<Segment>, me: usize, peer: usize) -> ShmLink {
+    /// `read_pid`: the peer's pid when the CMA probe passed (see [`Segment::probe_cma`]);
+    /// `send_cma`: whether this rank posts single-copy frames at all.
+    pub fn new(
+        mine: Arc<Segment>,
+        theirs: Arc<Segment>,
+        me: usize,
+        peer: usize,
+        read_pid: Option<libc::pid_t>,
+        send_cma: bool,
+    ) -> ShmLink {
         let geo = mine.geo;
+        if read_pid.is_some() {
+            mine.allow_cma_from(peer);
+        }
         ShmLink {
             tx: Mutex::new(ChannelEnd::new(theirs.clone(), me)),
-            rx: Mutex::new(ChannelEnd::new(mine, peer)),
+            rx: Mutex::new(ChannelEnd::new(mine.clone(), peer)),
             peer: theirs,
+            mine,
+            me,
+            peer_rank: peer,
+            read_pid,
+            send_cma,
             slots: geo.slots as u64,
             slot_bytes: geo.slot_bytes,
         }
+    }
+
+    /// Our sending channel's header (in the peer's segment).
+    fn tx_header(&self) -> &ChannelHeader {
+        self.peer.channel_header(self.me)
     }
 }
 
@@ -398,6 +549,82 @@ impl Link for ShmLink {
     fn name(&self) -> &'static str {
         "shm"
     }
+
+    fn try_send_cma(&self, hdr: &FrameHeader, addr: *const u8) -> Result<CmaSend> {
+        if !self.send_cma || self.tx_header().cma_ok.load(Ordering::Acquire) == 0 {
+            return Ok(CmaSend::No);
+        }
+        let mut tx = self.tx.lock();
+        let t = tx.cma_next;
+        let i = (t % CMA_TICKETS as u64) as usize;
+        // The ticket's word still holds the acknowledgement of the ticket before it.
+        let free = if t < CMA_TICKETS as u64 {
+            0
+        } else {
+            t + 1 - CMA_TICKETS as u64
+        };
+        if self.tx_header().acks[i].load(Ordering::Acquire) != free {
+            // The receiver has not yet read a message that old: copying through the slots
+            // never waits for it, whereas waiting for the ticket might.
+            return Ok(CmaSend::No);
+        }
+        if tx.pos - tx.other >= self.slots {
+            tx.other = tx.header().tail.load(Ordering::Acquire);
+            if tx.pos - tx.other >= self.slots {
+                return Ok(CmaSend::Full);
+            }
+        }
+        let slot = tx.slot(tx.pos);
+        let mut h = *hdr;
+        h.flags |= crate::frame::FLAG_CMA;
+        h.offset = 0;
+        h.len = CMA_PAYLOAD as u32;
+        let mut body = [0u8; CMA_PAYLOAD];
+        body[..8].copy_from_slice(&(addr as u64).to_le_bytes());
+        body[8..].copy_from_slice(&t.to_le_bytes());
+        // SAFETY: as in try_send: the slot at `pos` is free and ours until published, with
+        // room for a header and slot_bytes >= CMA_PAYLOAD bytes.
+        unsafe {
+            std::ptr::write(slot as *mut FrameHeader, h);
+            std::ptr::copy_nonoverlapping(body.as_ptr(), slot.add(FRAME_HDR), CMA_PAYLOAD);
+        }
+        tx.cma_next = t + 1;
+        tx.pos += 1;
+        tx.header().head.store(tx.pos, Ordering::Release);
+        tx.seg.bell().ring();
+        Ok(CmaSend::Posted(t))
+    }
+
+    fn cma_done(&self, ticket: u64) -> bool {
+        // Words only grow: a later ticket of the same word implies this one was read.
+        self.tx_header().acks[(ticket % CMA_TICKETS as u64) as usize].load(Ordering::Acquire)
+            > ticket
+    }
+
+    unsafe fn cma_read(&self, addr: u64, dst: *mut u8, len: usize) -> Result<bool> {
+        let Some(pid) = self.read_pid else {
+            return Err(Error::other(format!(
+                "rank {} sent a single-copy frame, but this rank cannot read its memory",
+                self.peer_rank
+            )));
+        };
+        // SAFETY: the caller's contract.
+        match unsafe { cma_read(pid, addr, dst, len) } {
+            Ok(()) => Ok(true),
+            Err((_, true)) => Ok(false),
+            Err((e, false)) => Err(Error::other(format!(
+                "single copy from rank {}: {e}",
+                self.peer_rank
+            ))),
+        }
+    }
+
+    fn cma_ack(&self, ticket: u64) {
+        self.mine.channel_header(self.peer_rank).acks[(ticket % CMA_TICKETS as u64) as usize]
+            .store(ticket + 1, Ordering::Release);
+        // The sender waits for it on its own doorbell.
+        self.peer.bell().ring();
+    }
 }
 
 #[cfg(test)]
@@ -440,5 +667,63 @@ mod tests {
         let e = Segment::open(&short, geo()).err().unwrap();
         assert!(e.msg.contains("not a segment of this job"), "{}", e.msg);
         std::fs::remove_file(&p).unwrap();
+    }
+
+    /// The single-copy protocol between two links of one process (which can always read
+    /// itself): the control frame, the read, the acknowledgement; a sender whose receiver
+    /// cannot read it, and one out of tickets, copies through the slots instead.
+    #[test]
+    fn single_copy_tickets() {
+        let g = Geometry {
+            nranks: 2,
+            slots: 32,
+            slot_bytes: 4096,
+        };
+        let names = [0, 1].map(|r| format!("hcomm-test{}-cma{r}", std::process::id()));
+        let segs = names
+            .clone()
+            .map(|n| Arc::new(Segment::create(&n, g).unwrap()));
+        for n in &names {
+            Segment::unlink(n);
+        }
+        let me = segs[1].probe_cma().expect("a process can read itself");
+        assert_eq!(me as u32, std::process::id());
+        // Rank 1 reads rank 0; rank 0 does not read rank 1.
+        let l01 = ShmLink::new(segs[0].clone(), segs[1].clone(), 0, 1, None, true);
+        let l10 = ShmLink::new(segs[1].clone(), segs[0].clone(), 1, 0, Some(me), true);
+        let hdr = FrameHeader::default();
+        let msg: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
+        assert_eq!(l10.try_send_cma(&hdr, msg.as_ptr()).unwrap(), CmaSend::No);
+        for t in 0..CMA_TICKETS as u64 {
+            assert_eq!(
+                l01.try_send_cma(&hdr, msg.as_ptr()).unwrap(),
+                CmaSend::Posted(t)
+            );
+            assert!(!l01.cma_done(t));
+        }
+        // Every ticket is in flight: the next message goes through the slots.
+        assert_eq!(l01.try_send_cma(&hdr, msg.as_ptr()).unwrap(), CmaSend::No);
+        let mut got = vec![0u8; msg.len()];
+        for t in 0..CMA_TICKETS as u64 {
+            assert!(l10
+                .try_recv(&mut |h, p| {
+                    assert_eq!(h.flags & crate::frame::FLAG_CMA, crate::frame::FLAG_CMA);
+                    let addr = u64::from_le_bytes(p[..8].try_into().unwrap());
+                    assert_eq!(u64::from_le_bytes(p[8..].try_into().unwrap()), t);
+                    got.fill(0);
+                    // SAFETY: `got` holds msg.len() bytes.
+                    assert!(unsafe { l10.cma_read(addr, got.as_mut_ptr(), msg.len()) }?);
+                    Ok(())
+                })
+                .unwrap());
+            assert_eq!(got, msg);
+            l10.cma_ack(t);
+            assert!(l01.cma_done(t));
+        }
+        // The first ticket's word is free again.
+        assert_eq!(
+            l01.try_send_cma(&hdr, msg.as_ptr()).unwrap(),
+            CmaSend::Posted(CMA_TICKETS as u64)
+        );
     }
 }
