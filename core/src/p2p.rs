@@ -580,6 +580,19 @@ pub fn irecv(
     IrecvOp { p, source, finish }
 }
 
+/// A receive whose request is gone (it failed — a timeout, a dead peer — or completed) must not
+/// stay matchable: a message arriving later would be written into a buffer its owner may
+/// already have freed (seen with mpi4py, whose receive buffers die with a failed request).
+impl Drop for IrecvOp {
+    fn drop(&mut self) {
+        let mut posted = POSTED.lock();
+        if let Some(at) = posted.iter().position(|q| Arc::ptr_eq(q, &self.p)) {
+            posted.remove(at);
+            N_POSTED.store(posted.len(), Ordering::SeqCst);
+        }
+    }
+}
+
 impl Wait for IrecvOp {
     fn poll(&mut self, _last: bool) -> Result<Step> {
         if self.p.state.lock().unclaimed() {

@@ -219,6 +219,32 @@ pub unsafe fn gpu_query_support(gpu_type: c_int, is_supported: *mut c_int) -> c_
     })
 }
 
+/// `MPI_Alloc_mem`: ordinary heap memory (hcomm needs no registered memory); `size` 0 gives a
+/// valid pointer too. `info` hints are ignored.
+pub unsafe fn alloc_mem(size: i64, _info: c_int, baseptr: *mut c_void) -> c_int {
+    guard("MPI_Alloc_mem", None, || {
+        let n = usize::try_from(size)
+            .map_err(|_| Error::new(Class::Arg, format!("size is negative ({size})")))?;
+        // SAFETY: malloc of at least one byte; the result is checked for NULL.
+        let p = unsafe { libc::malloc(n.max(1)) };
+        if p.is_null() {
+            return Err(Error::new(
+                Class::Other,
+                format!("MPI_ERR_NO_MEM: cannot allocate {n} bytes"),
+            ));
+        }
+        out(baseptr.cast::<*mut c_void>(), "baseptr", p)
+    })
+}
+
+/// `MPI_Free_mem`: memory from [`alloc_mem`].
+pub unsafe fn free_mem(base: *mut c_void) -> c_int {
+    // SAFETY: MPI's contract: `base` came from MPI_Alloc_mem (malloc) and is freed once;
+    // free(NULL) does nothing.
+    unsafe { libc::free(base) };
+    0
+}
+
 #[cfg(test)]
 mod tests {
     use super::fill_dims;

@@ -23,6 +23,7 @@ mod coll2;
 mod comm;
 mod env;
 mod groups;
+pub mod info;
 mod local_queries;
 mod nb;
 mod p2p;

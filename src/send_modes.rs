@@ -1,0 +1,55 @@
+//! Ready-mode sends and MPI's memory allocation calls.
+//!
+//! `MPI_Rsend` / `MPI_Irsend` are standard-mode sends: MPI-4.1 §3.4 allows it ("a ready send
+//! may be replaced by a standard send with no effect on the behavior of the program other than
+//! performance"). Synchronous and buffered sends are not: their completion rules differ, so
+//! they stay unsupported until hcomm implements them.
+
+use std::ffi::{c_int, c_void};
+
+use hcomm_core::abi::api::{self, Count};
+use hcomm_core::export_mpi_functions;
+
+type Comm = c_int;
+type Datatype = c_int;
+type Request = c_int;
+
+unsafe fn rsend(b: *const c_void, n: c_int, t: Datatype, d: c_int, tag: c_int, c: Comm) -> c_int {
+    api::send("MPI_Rsend", b, n as Count, t, d, tag, c)
+}
+unsafe fn rsend_c(b: *const c_void, n: Count, t: Datatype, d: c_int, tag: c_int, c: Comm) -> c_int {
+    api::send("MPI_Rsend_c", b, n, t, d, tag, c)
+}
+#[allow(clippy::too_many_arguments)]
+unsafe fn irsend(
+    b: *const c_void,
+    n: c_int,
+    t: Datatype,
+    d: c_int,
+    tag: c_int,
+    c: Comm,
+    r: *mut Request,
+) -> c_int {
+    api::isend("MPI_Irsend", b, n as Count, t, d, tag, c, r)
+}
+#[allow(clippy::too_many_arguments)]
+unsafe fn irsend_c(
+    b: *const c_void,
+    n: Count,
+    t: Datatype,
+    d: c_int,
+    tag: c_int,
+    c: Comm,
+    r: *mut Request,
+) -> c_int {
+    api::isend("MPI_Irsend_c", b, n, t, d, tag, c, r)
+}
+
+export_mpi_functions! {
+    fn MPI_Rsend / PMPI_Rsend(buf: *const c_void, count: c_int, datatype: Datatype, dest: c_int, tag: c_int, comm: Comm) -> c_int => rsend;
+    fn MPI_Rsend_c / PMPI_Rsend_c(buf: *const c_void, count: Count, datatype: Datatype, dest: c_int, tag: c_int, comm: Comm) -> c_int => rsend_c;
+    fn MPI_Irsend / PMPI_Irsend(buf: *const c_void, count: c_int, datatype: Datatype, dest: c_int, tag: c_int, comm: Comm, request: *mut Request) -> c_int => irsend;
+    fn MPI_Irsend_c / PMPI_Irsend_c(buf: *const c_void, count: Count, datatype: Datatype, dest: c_int, tag: c_int, comm: Comm, request: *mut Request) -> c_int => irsend_c;
+    fn MPI_Alloc_mem / PMPI_Alloc_mem(size: i64, info: c_int, baseptr: *mut c_void) -> c_int => api::alloc_mem;
+    fn MPI_Free_mem / PMPI_Free_mem(base: *mut c_void) -> c_int => api::free_mem;
+}
