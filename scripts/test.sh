@@ -108,6 +108,9 @@ g++ -O1 -Wall -Wextra -Werror -I include compat-tests/cxx/allreduce_sendrecv.cpp
     -Wl,-rpath,"$PWD/target/release" -o build/cxx_allreduce_sendrecv
 timeout 60 target/release/hcomm run -n 3 build/cxx_allreduce_sendrecv
 
+step "mpi4py's MPICH build on libhcomm.so alone (hcomm install's libmpi.so.12, LD_BIND_NOW=1): smoke at 2 and 3 ranks, mpi4py's own test modules against their baseline"
+compat-tests/mpi4py-standalone.sh
+
 step "libhcomm_preload.so preloaded into MPICH and Open MPI programs (2 and 3 ranks, HCOMM_STATS, HCOMM_DISABLE)"
 REQUIRE_ALL=1 compat-tests/preload.sh
 
