@@ -8,6 +8,10 @@ verifies are up to date (CI runs it):
 
   include/mpi.h           the prototypes block (every function as MPI_X and PMPI_X, the
                           large-count `_c` forms included), between the GENERATED markers
+  src/entry_points.rs     the entry points (MPI_X and PMPI_X, and the `_c` forms) of the
+                          implemented functions whose Rust implementation follows the
+                          convention below: written from the description's C signature, so
+                          the int and large-count forms of one function share one body
   src/unsupported.rs      an entry point (MPI_X and PMPI_X) for every function hcomm does not
                           implement yet: it fails with MPI_ERR_UNSUPPORTED_OPERATION through
                           the right error handler, naming the function (never a loader
@@ -16,8 +20,13 @@ verifies are up to date (CI runs it):
                           the library)
   docs/API-COVERAGE.md    which functions are implemented and which are not
 
-Implemented functions are the ones whose entry points are written in `src/*.rs` with
-`export_mpi_functions!` (`fn MPI_X / PMPI_X(...)`); everything else in the description gets a
+Implemented functions are the ones with an implementation in `core/src/abi/api/` that
+follows the convention (for `MPI_Foo_bar` and `MPI_Foo_bar_c`: `pub unsafe fn foo_bar(name:
+&'static str, <the C parameters in order>) -> c_int`, re-exported at `abi::api`; the name
+parameter may be left out; a scalar count that is `int` in one form and `MPI_Count` in the
+other is a `Count`, an array of them `Ints`; ALIASES maps the MPI-1 names), and the few whose
+entry points are still written by hand in `src/*.rs` with `export_mpi_functions!` (`fn MPI_X /
+PMPI_X(...)`: conversions no convention covers). Everything else in the description gets a
 generated stub. Not generated at all: the handle conversions MPICH defines as macros
 (`MPI_Comm_c2f`, ...: integer handles convert by a cast) and the MPI-5.0 ABI functions
 (`MPI_Abi_*`, `*_toint`, `*_fromint`), which are not part of the MPICH ABI hcomm speaks.
@@ -39,6 +48,8 @@ except ImportError:
 ROOT = Path(__file__).resolve().parent.parent
 HEADER = ROOT / "include/mpi.h"
 STUBS = ROOT / "src/unsupported.rs"
+ENTRIES = ROOT / "src/entry_points.rs"
+API = ROOT / "core/src/abi/api"
 SYMBOLS = ROOT / "src/libhcomm.symbols"
 COVERAGE = ROOT / "docs/API-COVERAGE.md"
 BEGIN = "/* @@BEGIN-GENERATED-PROTOTYPES@@ (scripts/gen-mpi-api.py writes this block) */"
@@ -187,10 +198,193 @@ def implemented_functions():
     """MPI_X names with a hand-written entry point in src/*.rs."""
     names = set()
     for f in sorted((ROOT / "src").glob("*.rs")):
-        if f.name == STUBS.name:
+        if f.name in (STUBS.name, ENTRIES.name):
             continue
         names.update(re.findall(r"\bfn\s+(MPIX?_\w+)\s*/\s*PMPIX?_\w+\s*\(", f.read_text()))
     return names
+
+
+# MPI-1 names (removed in MPI-3.0, still in MPICH's ABI) and other functions implemented by an
+# api function of another name.
+ALIASES = {
+    "MPI_Errhandler_set": "comm_set_errhandler",
+    "MPI_Errhandler_get": "comm_get_errhandler",
+    "MPIX_Query_cuda_support": "query_cuda_support",
+    "MPI_Address": "get_address",
+}
+
+API_FN_RE = re.compile(r"^pub (?:unsafe )?fn (\w+)\s*\(([^)]*)\)\s*->\s*c_int\s*\{", re.M)
+
+
+def api_functions():
+    """The public api functions: path below `hcomm_core::abi::api` -> [(param, type)]
+    (`f` when its module is re-exported with `pub use m::*`, `m::f` when it is `pub mod m`)."""
+    mod_rs = (API / "mod.rs").read_text()
+    glob_mods = set(re.findall(r"^pub use (\w+)::\*;", mod_rs, re.M))
+    pub_mods = set(re.findall(r"^pub mod (\w+);", mod_rs, re.M))
+    out = {}
+    for f in sorted(API.glob("*.rs")):
+        if f.stem in glob_mods:
+            prefix = ""
+        elif f.stem in pub_mods:
+            prefix = f.stem + "::"
+        else:
+            continue
+        for m in API_FN_RE.finditer(f.read_text()):
+            params = []
+            for p in re.sub(r"\s+", " ", m.group(2)).split(","):
+                if p.strip():
+                    n, t = p.split(":", 1)
+                    params.append((n.strip(), t.strip()))
+            out.setdefault(m.group(1), (prefix + m.group(1), params))
+    return out
+
+
+def c_category(ctype, arr):
+    """What a C parameter's pointer points to (None for a scalar)."""
+    base = ctype.replace("const ", "").strip()
+    stars = base.count("*") + (1 if arr else 0)
+    base = base.replace("*", "").strip()
+    if stars == 0:
+        return None
+    if base.endswith("_function") or base.endswith("_fn"):
+        return "fn"
+    if base == "char":
+        return "char" + "*" * (stars - 1)
+    if stars > 1:
+        return "other"
+    if base in INT_TYPES:
+        return "int"
+    if base in I64_TYPES:
+        return "i64"
+    if base == "void":
+        return "void"
+    if base == "MPI_Status":
+        return "status"
+    return "other"
+
+
+def rust_category(rty):
+    m = re.match(r"^\*(?:mut|const) (.*)$", rty)
+    if not m:
+        return "fn" if re.match(r"^Option<\w+Fn>$", rty) else None
+    inner = m.group(1)
+    if inner.startswith("*"):
+        inner2 = inner
+        depth = 0
+        while inner2.startswith("*"):
+            inner2 = re.sub(r"^\*(?:mut|const) ", "", inner2)
+            depth += 1
+        return "char" + "*" * depth if inner2 == "c_char" else "other"
+    return {"c_int": "int", "i64": "i64", "Count": "i64", "c_void": "void", "c_char": "char",
+            "Status": "status"}.get(inner, "other")
+
+
+def bind(proto, api):
+    """The generated entry point of `proto` through an api function, as (api fn, extern
+    parameters, call arguments), or None when no api function fits."""
+    name = proto.name
+    short = name.split("_", 1)[1]
+    candidates = [ALIASES.get(name), short.lower()]
+    if name.endswith("_c"):
+        candidates.append(short[:-2].lower())
+    for fname in filter(None, candidates):
+        if fname not in api:
+            continue
+        path, params = api[fname]
+        args = []
+        rest = params
+        if params and params[0][1] == "&'static str":
+            args.append(f'"{name}"')
+            rest = params[1:]
+        cparams = [p for p in proto.params if p != "..."]
+        if len(rest) != len(cparams):
+            continue
+        ext = []
+        ok = True
+        for (aname, aty), cp in zip(rest, cparams):
+            m = re.match(r"^(.*?)\s*\b(\w+)((?:\[[0-9]*\])*)$", cp)
+            ctype, pname, arr = m.groups()
+            if pname in RUST_KEYWORDS:
+                pname += "_"
+            base = ctype.replace("const ", "").strip()
+            cat = c_category(ctype, arr)
+            if cat is None:  # a scalar
+                if aty == "Count" and base == "int":
+                    ext.append((pname, "c_int"))
+                    args.append(f"Count::from({pname})")
+                elif aty in ("Count", "i64") and base in I64_TYPES:
+                    ext.append((pname, "i64"))
+                    args.append(pname)
+                elif aty == "c_int" and base in INT_TYPES:
+                    ext.append((pname, "c_int"))
+                    args.append(pname)
+                elif aty == "f64" and base == "double":
+                    ext.append((pname, "f64"))
+                    args.append(pname)
+                else:
+                    ok = False
+                    break
+            elif aty in ("Ints", "RecvCounts") and cat in ("int", "i64"):
+                wide = {"Ints": "Long", "RecvCounts": "Count"}[aty]
+                ctor = "Int" if cat == "int" else wide
+                ext.append((pname, "*const c_int" if cat == "int" else "*const i64"))
+                args.append(f"{aty}::{ctor}({pname})")
+            elif rust_category(aty) == cat and cat != "other":
+                ext.append((pname, aty))
+                args.append(pname)
+            else:
+                ok = False
+                break
+        if ok:
+            return path, ext, args
+    return None
+
+
+def render_entries(funcs, bound):
+    out = [
+        "//! GENERATED by scripts/gen-mpi-api.py from the MPI Forum's API description",
+        "//! (pympistandard) and the signatures in `core/src/abi/api/`: do not edit. The entry",
+        "//! points (`MPI_X` and `PMPI_X`) of the implemented functions: each converts what",
+        "//! differs between the `int` and large-count forms (a scalar count becomes a `Count`,",
+        "//! an array of counts or displacements an `Ints`) and calls the one implementation,",
+        "//! which checks every argument under its error handler.",
+        "",
+        "#![allow(clippy::too_many_arguments, clippy::missing_safety_doc)]",
+        "",
+        "#[allow(unused_imports)]",
+        "use std::ffi::{c_char, c_int, c_void};",
+        "",
+        "#[allow(unused_imports)]",
+        "use hcomm_core::abi::api::{self, Count, Ints, RecvCounts, Status};",
+        "#[allow(unused_imports)]",
+        "use hcomm_core::abi::objects::CommErrhandlerFn;",
+        "#[allow(unused_imports)]",
+        "use hcomm_core::coll::UserFn;",
+        "",
+        "/// `MPI_X` and its profiling twin `PMPI_X`, both calling the implementation.",
+        "macro_rules! entry {",
+        "    ($name:ident / $pname:ident ($($arg:ident: $ty:ty),*) => $call:expr) => {",
+        "        #[no_mangle]",
+        "        pub unsafe extern \"C\" fn $name($($arg: $ty),*) -> c_int {",
+        "            // SAFETY: the caller's pointers go to the implementation unchanged; it",
+        "            // validates each one it uses (the contract of `hcomm_core::abi::api`).",
+        "            unsafe { $call }",
+        "        }",
+        "        #[no_mangle]",
+        "        pub unsafe extern \"C\" fn $pname($($arg: $ty),*) -> c_int {",
+        "            // SAFETY: as above.",
+        "            unsafe { $call }",
+        "        }",
+        "    };",
+        "}",
+        "",
+    ]
+    for name in sorted(bound):
+        fname, ext, args = bound[name]
+        params = ", ".join(f"{n}: {t}" for n, t in ext)
+        out.append(f"entry!({name} / P{name}({params}) => api::{fname}({', '.join(args)}));")
+    return "\n".join(out) + "\n"
 
 
 def render_header_block(funcs):
@@ -279,10 +473,29 @@ def wrap(names):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--check", action="store_true", help="fail if a generated file is out of date")
+    ap.add_argument("--report", action="store_true",
+                    help="list hand-written entry points the generator could write, and api "
+                         "functions no generated entry point uses; write nothing")
     args = ap.parse_args()
 
     funcs = standard_functions()
-    implemented = implemented_functions()
+    by_hand = implemented_functions()
+    api = api_functions()
+    bound = {}
+    for name, proto in funcs.items():
+        if name not in by_hand and proto.ret == "int":
+            b = bind(proto, api)
+            if b:
+                bound[name] = b
+    if args.report:
+        for name in sorted(by_hand):
+            if funcs.get(name) and funcs[name].ret == "int" and bind(funcs[name], api):
+                print(f"by hand but generatable: {name}")
+        used = {b[0] for b in bound.values()}
+        for fname in sorted(set(api) - used):
+            print(f"api function no generated entry point uses: {fname}")
+        return
+    implemented = by_hand | set(bound)
     unknown = sorted(implemented - set(funcs))
     if unknown:
         sys.exit(f"gen-mpi-api.py: implemented but not in the description: {' '.join(unknown)}")
@@ -295,6 +508,7 @@ def main():
     outputs = {
         HEADER: header[:a] + render_header_block(funcs) + header[b:],
         STUBS: render_stubs(funcs, missing),
+        ENTRIES: render_entries(funcs, bound),
         SYMBOLS: render_symbols(funcs, implemented),
         COVERAGE: render_coverage(funcs, implemented, missing),
     }

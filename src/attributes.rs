@@ -75,7 +75,6 @@ export_mpi_functions! {
     fn MPI_Attr_put / PMPI_Attr_put(comm: Comm, keyval: c_int, attribute_val: *mut c_void) -> c_int => attr_put;
     fn MPI_Type_set_attr / PMPI_Type_set_attr(datatype: Datatype, type_keyval: c_int, attribute_val: *mut c_void) -> c_int => type_set_attr;
     fn MPI_Attr_get / PMPI_Attr_get(comm: Comm, keyval: c_int, attribute_val: *mut c_void, flag: *mut c_int) -> c_int => attr_get;
-    fn MPI_Type_get_attr / PMPI_Type_get_attr(datatype: Datatype, type_keyval: c_int, attribute_val: *mut c_void, flag: *mut c_int) -> c_int => attr::type_get_attr;
     fn MPI_Comm_delete_attr / PMPI_Comm_delete_attr(comm: Comm, comm_keyval: c_int) -> c_int => comm_delete_attr;
     fn MPI_Attr_delete / PMPI_Attr_delete(comm: Comm, keyval: c_int) -> c_int => attr_delete;
     fn MPI_Type_delete_attr / PMPI_Type_delete_attr(datatype: Datatype, type_keyval: c_int) -> c_int => type_delete_attr;

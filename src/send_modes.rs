@@ -50,6 +50,4 @@ export_mpi_functions! {
     fn MPI_Rsend_c / PMPI_Rsend_c(buf: *const c_void, count: Count, datatype: Datatype, dest: c_int, tag: c_int, comm: Comm) -> c_int => rsend_c;
     fn MPI_Irsend / PMPI_Irsend(buf: *const c_void, count: c_int, datatype: Datatype, dest: c_int, tag: c_int, comm: Comm, request: *mut Request) -> c_int => irsend;
     fn MPI_Irsend_c / PMPI_Irsend_c(buf: *const c_void, count: Count, datatype: Datatype, dest: c_int, tag: c_int, comm: Comm, request: *mut Request) -> c_int => irsend_c;
-    fn MPI_Alloc_mem / PMPI_Alloc_mem(size: i64, info: c_int, baseptr: *mut c_void) -> c_int => api::alloc_mem;
-    fn MPI_Free_mem / PMPI_Free_mem(base: *mut c_void) -> c_int => api::free_mem;
 }

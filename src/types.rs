@@ -1,35 +1,14 @@
 //! Exports of the types area: derived datatypes and user-defined ops (see
 //! `core/src/abi/api/types.rs`). `MPI_Aint` and `MPI_Count` are `long` (i64) in MPICH's ABI.
 
-use std::ffi::{c_char, c_int};
+use std::ffi::c_int;
 
 use hcomm_core::abi::api::{self, Count};
-use hcomm_core::coll::UserFn;
 use hcomm_core::export_mpi_functions;
 
 type Datatype = c_int;
-type Op = c_int;
 type Aint = i64;
 
-unsafe fn type_contiguous(n: c_int, old: Datatype, new: *mut Datatype) -> c_int {
-    api::type_contiguous("MPI_Type_contiguous", n as Count, old, new)
-}
-unsafe fn type_contiguous_c(n: Count, old: Datatype, new: *mut Datatype) -> c_int {
-    api::type_contiguous("MPI_Type_contiguous_c", n, old, new)
-}
-unsafe fn type_vector(n: c_int, bl: c_int, st: c_int, old: Datatype, new: *mut Datatype) -> c_int {
-    let (n, bl, st) = (n as Count, bl as Count, st as Count);
-    api::type_vector("MPI_Type_vector", n, bl, st, old, new)
-}
-unsafe fn type_vector_c(
-    n: Count,
-    bl: Count,
-    st: Count,
-    old: Datatype,
-    new: *mut Datatype,
-) -> c_int {
-    api::type_vector("MPI_Type_vector_c", n, bl, st, old, new)
-}
 unsafe fn type_indexed(
     n: c_int,
     bl: *const c_int,
@@ -74,20 +53,10 @@ unsafe fn type_get_extent_c(t: Datatype, lb: *mut Count, extent: *mut Count) -> 
 }
 
 export_mpi_functions! {
-    fn MPI_Type_contiguous / PMPI_Type_contiguous(count: c_int, oldtype: Datatype, newtype: *mut Datatype) -> c_int => type_contiguous;
-    fn MPI_Type_contiguous_c / PMPI_Type_contiguous_c(count: Count, oldtype: Datatype, newtype: *mut Datatype) -> c_int => type_contiguous_c;
-    fn MPI_Type_vector / PMPI_Type_vector(count: c_int, blocklength: c_int, stride: c_int, oldtype: Datatype, newtype: *mut Datatype) -> c_int => type_vector;
-    fn MPI_Type_vector_c / PMPI_Type_vector_c(count: Count, blocklength: Count, stride: Count, oldtype: Datatype, newtype: *mut Datatype) -> c_int => type_vector_c;
     fn MPI_Type_indexed / PMPI_Type_indexed(count: c_int, array_of_blocklengths: *const c_int, array_of_displacements: *const c_int, oldtype: Datatype, newtype: *mut Datatype) -> c_int => type_indexed;
     fn MPI_Type_indexed_c / PMPI_Type_indexed_c(count: Count, array_of_blocklengths: *const Count, array_of_displacements: *const Count, oldtype: Datatype, newtype: *mut Datatype) -> c_int => type_indexed_c;
     fn MPI_Type_create_struct / PMPI_Type_create_struct(count: c_int, array_of_blocklengths: *const c_int, array_of_displacements: *const Aint, array_of_types: *const Datatype, newtype: *mut Datatype) -> c_int => type_create_struct;
     fn MPI_Type_create_struct_c / PMPI_Type_create_struct_c(count: Count, array_of_blocklengths: *const Count, array_of_displacements: *const Count, array_of_types: *const Datatype, newtype: *mut Datatype) -> c_int => type_create_struct_c;
-    fn MPI_Type_commit / PMPI_Type_commit(datatype: *mut Datatype) -> c_int => api::type_commit;
-    fn MPI_Type_free / PMPI_Type_free(datatype: *mut Datatype) -> c_int => api::type_free;
     fn MPI_Type_get_extent / PMPI_Type_get_extent(datatype: Datatype, lb: *mut Aint, extent: *mut Aint) -> c_int => type_get_extent;
     fn MPI_Type_get_extent_c / PMPI_Type_get_extent_c(datatype: Datatype, lb: *mut Count, extent: *mut Count) -> c_int => type_get_extent_c;
-    fn MPI_Type_get_name / PMPI_Type_get_name(datatype: Datatype, type_name: *mut c_char, resultlen: *mut c_int) -> c_int => api::type_get_name;
-    fn MPI_Op_create / PMPI_Op_create(user_fn: Option<UserFn>, commute: c_int, op: *mut Op) -> c_int => api::op_create;
-    fn MPI_Op_free / PMPI_Op_free(op: *mut Op) -> c_int => api::op_free;
-    fn MPI_Op_commutative / PMPI_Op_commutative(op: Op, commute: *mut c_int) -> c_int => api::op_commutative;
 }

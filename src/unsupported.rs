@@ -76,7 +76,6 @@ hcomm_core::export_unsupported_mpi_functions! {
     fn MPI_Dist_graph_neighbors / PMPI_Dist_graph_neighbors(comm: c_int, maxindegree: c_int, sources: *mut c_void, sourceweights: *mut c_void, maxoutdegree: c_int, destinations: *mut c_void, destweights: *mut c_void) => On::Comm(comm);
     fn MPI_Dist_graph_neighbors_count / PMPI_Dist_graph_neighbors_count(comm: c_int, indegree: *mut c_void, outdegree: *mut c_void, weighted: *mut c_void) => On::Comm(comm);
     fn MPI_Errhandler_create / PMPI_Errhandler_create(function: *mut c_void, errhandler: *mut c_void) => On::Process;
-    fn MPI_Errhandler_get / PMPI_Errhandler_get(comm: c_int, errhandler: *mut c_void) => On::Comm(comm);
     fn MPI_Exscan_init / PMPI_Exscan_init(sendbuf: *mut c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, comm: c_int, info: c_int, request: *mut c_void) => On::Comm(comm);
     fn MPI_Exscan_init_c / PMPI_Exscan_init_c(sendbuf: *mut c_void, recvbuf: *mut c_void, count: i64, datatype: c_int, op: c_int, comm: c_int, info: c_int, request: *mut c_void) => On::Comm(comm);
     fn MPI_Fetch_and_op / PMPI_Fetch_and_op(origin_addr: *mut c_void, result_addr: *mut c_void, datatype: c_int, target_rank: c_int, target_disp: i64, op: c_int, win: c_int) => On::Win;

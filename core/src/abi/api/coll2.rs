@@ -728,7 +728,36 @@ pub unsafe fn alltoallv(
 
 /// `MPI_Scan` and `MPI_Exscan` (`exclusive`).
 #[allow(clippy::too_many_arguments)]
+/// `MPI_Scan` (inclusive prefix reduction).
 pub unsafe fn scan(
+    name: &'static str,
+    send: *const c_void,
+    recv: *mut c_void,
+    count: Count,
+    dt: c_int,
+    op: c_int,
+    comm: c_int,
+) -> c_int {
+    // SAFETY: the caller's contract, passed on.
+    unsafe { prefix_reduction(name, false, send, recv, count, dt, op, comm) }
+}
+
+/// `MPI_Exscan` (exclusive prefix reduction).
+pub unsafe fn exscan(
+    name: &'static str,
+    send: *const c_void,
+    recv: *mut c_void,
+    count: Count,
+    dt: c_int,
+    op: c_int,
+    comm: c_int,
+) -> c_int {
+    // SAFETY: the caller's contract, passed on.
+    unsafe { prefix_reduction(name, true, send, recv, count, dt, op, comm) }
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe fn prefix_reduction(
     name: &'static str,
     exclusive: bool,
     send: *const c_void,
