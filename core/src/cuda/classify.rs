@@ -71,10 +71,14 @@ impl Classifier {
     }
 
     fn active(&self) -> bool {
-        *self
-            .active
-            .get()
-            .get_or_insert_with(|| super::active().is_some())
+        // Asked once per classifier (per call): the gate's probe is the dearest part of a
+        // small call. (`Cell::get` returns a copy, so the answer must be stored back.)
+        if let Some(a) = self.active.get() {
+            return a;
+        }
+        let a = super::active().is_some();
+        self.active.set(Some(a));
+        a
     }
 
     /// As [`classify`].
@@ -255,5 +259,20 @@ mod tests {
         assert_eq!(classify(x.as_ptr().cast(), 0).unwrap(), Mem::None);
         assert_eq!(classify(std::ptr::null(), 4).unwrap(), Mem::None);
         assert!(!any_device(&[x.as_ptr().cast()]));
+    }
+
+    #[test]
+    fn a_classifier_asks_the_gate_once() {
+        // 1 MiB: above malloc's mmap threshold, so neither stack nor brk heap, and the
+        // classifier must ask whether CUDA is active.
+        let big = vec![0u8; 1 << 20];
+        let k = Classifier::new();
+        assert_eq!(k.active.get(), None);
+        assert_eq!(k.of(big.as_ptr().cast(), big.len()).unwrap(), Mem::Host);
+        assert_eq!(
+            k.active.get(),
+            Some(false),
+            "the answer is kept for the next buffer"
+        );
     }
 }
