@@ -45,6 +45,7 @@ pub const USER_ERRHANDLER_BASE: i32 = 0x9400_0000_u32 as i32;
 pub const PROC_NULL: i32 = -1;
 pub const ANY_SOURCE: i32 = -2;
 pub const COMM_TYPE_SHARED: i32 = 1;
+pub const COMM_TYPE_HW_GUIDED: i32 = 2;
 pub const MAX_OBJECT_NAME: usize = 128;
 pub const KEYVAL_TAG_UB: i32 = 0x6440_0001;
 pub const KEYVAL_HOST: i32 = 0x6440_0003;

@@ -101,6 +101,20 @@ fn lookup(info: c_int, key: &str) -> Result<Option<String>> {
     })
 }
 
+/// A new info object holding `pairs` (for calls that hand one out: `MPI_Session_get_info`,
+/// `MPI_Session_get_pset_info`).
+pub(crate) fn new_info_with(pairs: Vec<(String, String)>) -> c_int {
+    with(|t| new_info(t, pairs))
+}
+
+/// The value of `key` in `info` (`MPI_INFO_NULL`: none).
+pub(crate) fn info_value(info: c_int, key: &str) -> Result<Option<String>> {
+    if info == INFO_NULL {
+        return Ok(None);
+    }
+    lookup(info, key)
+}
+
 pub unsafe fn info_create(info: *mut c_int) -> c_int {
     guard("MPI_Info_create", None, || {
         let h = with(|t| new_info(t, Vec::new()));
