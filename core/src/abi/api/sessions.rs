@@ -55,13 +55,17 @@ fn session_of(handle: c_int) -> Result<Arc<Session>> {
         })
 }
 
-/// The handler a call on `session` reports to: the session's, or `MPI_ERRORS_ARE_FATAL`
-/// when the handle is no session (as for communicators, MPI-4 §9.3).
+/// The handler a call on `session` reports to: the session's; when the handle is no
+/// session, the one errors tied to no object go to (as `raise` picks for an invalid
+/// communicator: `MPI_COMM_WORLD`'s while the runtime is up, else `MPI_ERRORS_ARE_FATAL`).
 fn handler_of(session: c_int) -> (i32, i32) {
-    let e = session_of(session).map_or(h::ERRORS_ARE_FATAL, |s| {
-        s.errhandler.load(Ordering::Relaxed)
-    });
-    (e, session)
+    match session_of(session) {
+        Ok(s) => (s.errhandler.load(Ordering::Relaxed), session),
+        Err(_) => match runtime::get() {
+            Ok(rt) => (rt.world.errhandler.load(Ordering::Relaxed), h::COMM_WORLD),
+            Err(_) => (h::ERRORS_ARE_FATAL, session),
+        },
+    }
 }
 
 fn errhandler_arg(errhandler: c_int) -> Result<()> {
