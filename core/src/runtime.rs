@@ -218,10 +218,13 @@ pub fn finalize() -> Result<()> {
     Ok(())
 }
 
-/// A barrier on the world, so no rank tears down while a peer still reads from it, then the
-/// state flips. Memory stays mapped until the process exits.
+/// Prints the statistics (when asked for), then a barrier on the world, so no rank tears
+/// down while a peer still reads from it, then the state flips. Memory stays mapped until the
+/// process exits.
 fn tear_down() -> Result<()> {
     let rt = get()?;
+    crate::stats::print_if_enabled(rt.world.rank as i32);
+    crate::stats::profile::finish(rt.world.rank as i32);
     // Peers that pass this barrier exit: their ends are not failures (crate::health).
     rt.world.ep.set_finalizing();
     crate::coll::barrier(&rt.world).map_err(|e| e.context("barrier in MPI_Finalize"))?;

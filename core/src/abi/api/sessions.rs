@@ -150,9 +150,6 @@ pub unsafe fn session_finalize(name: &'static str, session: *mut c_int) -> c_int
             let handle = handle.ok_or_else(|| Error::new(Class::Arg, "session is NULL"))?;
             session_of(handle)?;
             TABLE.lock()[(handle & SESSION_MASK) as usize] = None;
-            if let Ok(rt) = runtime::get() {
-                crate::stats::print_if_enabled(rt.world.rank as i32);
-            }
             runtime::session_finalize()?;
             out(session, "session", SESSION_NULL)
         },
