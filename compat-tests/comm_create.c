@@ -9,6 +9,8 @@
  * groups at once (evens and odds, same tag), twice in a row with the same group and tag (two
  * distinct communicators, used interleaved), on the reversed world, and by rank 0 alone. Only the members of a group call MPI_Comm_create_group; the others skip it.
  *
+ * hcomm only: MPI_COMM_TYPE_HW_UNGUIDED on one host gives MPI_COMM_NULL.
+ *
  * Open MPI 4.1.4 (MPI 3.1) has no MPI_Comm_idup_with_info or MPI_COMM_TYPE_HW_GUIDED: those
  * checks are compiled only where MPI_VERSION >= 4, and print nothing on rank 0, so the
  * output is the same everywhere.
@@ -184,6 +186,13 @@ static void dups(void)
     MPI_Comm_free(&d);
     MPI_Info_free(&hw);
     free(rv);
+#endif
+#ifdef HCOMM_MPI_H
+    /* hcomm knows one hardware level, the host: on one host no resource is strictly smaller
+     * than the world, so the unguided split gives MPI_COMM_NULL (MPICH splits by hwloc's
+     * levels instead, so this is checked for hcomm only). */
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_HW_UNGUIDED, 0, MPI_INFO_NULL, &d);
+    CHECK(d == MPI_COMM_NULL, "split_type(HW_UNGUIDED) on one host is not MPI_COMM_NULL");
 #endif
     MPI_Comm_free(&c);
     MPI_Info_free(&info);

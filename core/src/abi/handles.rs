@@ -46,6 +46,7 @@ pub const PROC_NULL: i32 = -1;
 pub const ANY_SOURCE: i32 = -2;
 pub const COMM_TYPE_SHARED: i32 = 1;
 pub const COMM_TYPE_HW_GUIDED: i32 = 2;
+pub const COMM_TYPE_HW_UNGUIDED: i32 = 3;
 pub const MAX_OBJECT_NAME: usize = 128;
 pub const KEYVAL_TAG_UB: i32 = 0x6440_0001;
 pub const KEYVAL_HOST: i32 = 0x6440_0003;

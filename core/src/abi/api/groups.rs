@@ -68,15 +68,22 @@ pub unsafe fn comm_split_type(
                 let v = super::info::info_value(info, "mpi_hw_resource_type")?;
                 (v.as_deref() == Some("mpi_shared_memory")).then_some(rt.host.as_str())
             }
+            // A strictly smaller resource than the parent spans: the host is the only level
+            // hcomm knows, so this is the host split, kept only where it is smaller.
+            h::COMM_TYPE_HW_UNGUIDED => Some(rt.host.as_str()),
             h::UNDEFINED => None,
             _ => {
                 return Err(Error::new(
                     Class::Arg,
-                    format!("split_type {split_type} is not MPI_COMM_TYPE_SHARED, MPI_COMM_TYPE_HW_GUIDED or MPI_UNDEFINED"),
+                    format!("split_type {split_type} is not MPI_COMM_TYPE_SHARED, MPI_COMM_TYPE_HW_GUIDED, MPI_COMM_TYPE_HW_UNGUIDED or MPI_UNDEFINED"),
                 ))
             }
         };
+        let unguided = split_type == h::COMM_TYPE_HW_UNGUIDED;
+        // MPI-4 §7.4.2: an unguided split that would give the whole parent gives
+        // MPI_COMM_NULL instead (every member sees the same sizes, so all agree).
         let handle = match c.split_shared(host, key)? {
+            Some(child) if unguided && child.size() == c.size() => h::COMM_NULL,
             Some(child) => rt.add_comm(child)?,
             None => h::COMM_NULL,
         };
