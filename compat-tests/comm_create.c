@@ -9,7 +9,8 @@
  * groups at once (evens and odds, same tag), twice in a row with the same group and tag (two
  * distinct communicators, used interleaved), on the reversed world, and by rank 0 alone. Only the members of a group call MPI_Comm_create_group; the others skip it.
  *
- * hcomm only: MPI_COMM_TYPE_HW_UNGUIDED on one host gives MPI_COMM_NULL.
+ * hcomm only: MPI_COMM_TYPE_HW_UNGUIDED on one host gives MPI_COMM_NULL; MPI 4.1's
+ * MPI_Get_hw_resource_info names mpi_shared_memory, which splits the world.
  *
  * Open MPI 4.1.4 (MPI 3.1) has no MPI_Comm_idup_with_info or MPI_COMM_TYPE_HW_GUIDED: those
  * checks are compiled only where MPI_VERSION >= 4, and print nothing on rank 0, so the
@@ -19,6 +20,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static int rank, size, fails;
 
@@ -193,6 +195,18 @@ static void dups(void)
      * levels instead, so this is checked for hcomm only). */
     MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_HW_UNGUIDED, 0, MPI_INFO_NULL, &d);
     CHECK(d == MPI_COMM_NULL, "split_type(HW_UNGUIDED) on one host is not MPI_COMM_NULL");
+    /* MPI 4.1: the resource type MPI_Get_hw_resource_info names splits the world (one host). */
+    MPI_Info res;
+    char type[64] = "";
+    int tlen = (int)sizeof type - 1, tflag = 0;
+    MPI_Get_hw_resource_info(&res);
+    MPI_Info_get_string(res, "mpi_hw_resource_type", &tlen, type, &tflag);
+    CHECK(tflag && strcmp(type, "mpi_shared_memory") == 0, "Get_hw_resource_info: mpi_hw_resource_type = \"%s\"",
+          type);
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_HW_GUIDED, 0, res, &d);
+    check_comm("split_type(HW_GUIDED, Get_hw_resource_info)", d, all, size, 10);
+    MPI_Comm_free(&d);
+    MPI_Info_free(&res);
 #endif
     MPI_Comm_free(&c);
     MPI_Info_free(&info);

@@ -174,7 +174,6 @@ hcomm_core::export_unsupported_mpi_functions! {
     fn MPI_Get_elements / PMPI_Get_elements(status: *mut c_void, datatype: c_int, count: *mut c_void) => On::Process;
     fn MPI_Get_elements_c / PMPI_Get_elements_c(status: *mut c_void, datatype: c_int, count: *mut c_void) => On::Process;
     fn MPI_Get_elements_x / PMPI_Get_elements_x(status: *mut c_void, datatype: c_int, count: *mut c_void) => On::Process;
-    fn MPI_Get_hw_resource_info / PMPI_Get_hw_resource_info(hw_info: *mut c_void) => On::Process;
     fn MPI_Graph_create / PMPI_Graph_create(comm_old: c_int, nnodes: c_int, index: *mut c_void, edges: *mut c_void, reorder: c_int, comm_graph: *mut c_void) => On::Comm(comm_old);
     fn MPI_Graph_get / PMPI_Graph_get(comm: c_int, maxindex: c_int, maxedges: c_int, index: *mut c_void, edges: *mut c_void) => On::Comm(comm);
     fn MPI_Graph_map / PMPI_Graph_map(comm: c_int, nnodes: c_int, index: *mut c_void, edges: *mut c_void, newrank: *mut c_void) => On::Comm(comm);

@@ -161,6 +161,7 @@ static void groups_comms_sessions(void)
     expect_kept("MPI_Comm_dup_with_info info = 0x12345",
                 MPI_Comm_dup_with_info(MPI_COMM_WORLD, (MPI_Info)0x12345, &c), MPI_ERR_INFO,
                 (int)(c == MPI_COMM_NULL), 1);
+    expect("MPI_Get_hw_resource_info hw_info = NULL", MPI_Get_hw_resource_info(NULL), MPI_ERR_ARG);
     expect_kept("MPI_Comm_split_type split_type = 99", MPI_Comm_split_type(MPI_COMM_WORLD, 99, 0, MPI_INFO_NULL, &c),
                 MPI_ERR_ARG, (int)(c == MPI_COMM_NULL), 1);
 #endif

@@ -300,3 +300,20 @@ pub unsafe fn comm_get_info(comm: c_int, info_used: *mut c_int) -> c_int {
         out(info_used, "info_used", h)
     })
 }
+
+/// `MPI_Get_hw_resource_info` (MPI 4.1): the hardware resources hcomm can split along, as
+/// `mpi_hw_resource_type` (the key `MPI_Comm_split_type(MPI_COMM_TYPE_HW_GUIDED)` reads): the
+/// host's shared memory, the one level it knows. The keys are the implementation's choice
+/// (Open MPI returns none).
+pub unsafe fn get_hw_resource_info(name: &'static str, hw_info: *mut c_int) -> c_int {
+    guard(name, None, || {
+        if hw_info.is_null() {
+            return Err(Error::new(Class::Arg, "hw_info is NULL"));
+        }
+        let h = new_info_with(vec![(
+            "mpi_hw_resource_type".into(),
+            "mpi_shared_memory".into(),
+        )]);
+        out(hw_info, "hw_info", h)
+    })
+}
