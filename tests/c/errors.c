@@ -9,6 +9,8 @@
  *   invalid / null datatype -> MPI_ERR_TYPE  invalid / null op, op not defined for the type
  *   -> MPI_ERR_OP                          root out of range -> MPI_ERR_ROOT
  *   MPI_COMM_NULL / invalid communicator -> MPI_ERR_COMM
+ * Groups, communicator constructors and Sessions: bad ranges, groups, tags, infos, psets,
+ * sessions; the output handle keeps its value.
  * Mode "fatal" (argv[1]): under the default MPI_ERRORS_ARE_FATAL, rank 1 (rank 0 when alone)
  * calls MPI_Allreduce with count -1 while the others make a valid call; the job must end
  * quickly with a non-zero status, and stderr must name MPI_Allreduce, the count and the rank
@@ -48,6 +50,10 @@ static const char *class_name(int c)
     if (c == MPI_ERR_ROOT) return "MPI_ERR_ROOT";
     if (c == MPI_ERR_OP) return "MPI_ERR_OP";
     if (c == MPI_ERR_ARG) return "MPI_ERR_ARG";
+    if (c == MPI_ERR_GROUP) return "MPI_ERR_GROUP";
+    if (c == MPI_ERR_RANK) return "MPI_ERR_RANK";
+    if (c == MPI_ERR_TAG) return "MPI_ERR_TAG";
+    if (c == MPI_ERR_INFO) return "MPI_ERR_INFO";
     if (c == MPI_ERR_OTHER) return "MPI_ERR_OTHER";
     if (c == MPI_ERR_INTERN) return "MPI_ERR_INTERN";
     return "(other)";
@@ -109,6 +115,103 @@ static void expect_alt(const char *what, int rc, int want_class, int alt_class)
 }
 
 static void expect(const char *what, int rc, int want_class) { expect_alt(what, rc, want_class, -1); }
+
+/* As expect(), and the output handle (set to `sentinel` before the call) is untouched. */
+static void expect_kept(const char *what, int rc, int want_class, int now, int sentinel)
+{
+    if (now != sentinel) {
+        fails++;
+        printf("FAIL errors: rank=%d %s: an output handle was written (0x%x)\n", rank, what, now);
+    }
+    expect(what, rc, want_class);
+}
+
+/* Groups, communicator constructors and (MPI 4) Sessions. */
+static void groups_comms_sessions(void)
+{
+    MPI_Group world, g = MPI_GROUP_NULL;
+    MPI_Comm c = MPI_COMM_NULL;
+    MPI_Comm_group(MPI_COMM_WORLD, &world);
+    int past[1][3] = { { 0, size, 1 } };
+    expect_kept("MPI_Group_range_incl last = size", MPI_Group_range_incl(world, 1, past, &g), MPI_ERR_RANK,
+                (int)(g == MPI_GROUP_NULL), 1);
+    expect_kept("MPI_Group_union group1 = MPI_GROUP_NULL", MPI_Group_union(MPI_GROUP_NULL, world, &g),
+                MPI_ERR_GROUP, (int)(g == MPI_GROUP_NULL), 1);
+    MPI_Request r = MPI_REQUEST_NULL;
+    int rc = MPI_Comm_idup(MPI_COMM_NULL, &c, &r);
+    expect_kept("MPI_Comm_idup comm = MPI_COMM_NULL", rc, MPI_ERR_COMM,
+                (int)(c == MPI_COMM_NULL && r == MPI_REQUEST_NULL), 1);
+#ifdef HCOMM_MPI_H
+    int stride0[1][3] = { { 0, size - 1, 0 } }, away[1][3] = { { size - 1, 0, 1 } };
+    int twice[2][3] = { { 0, 0, 1 }, { 0, size - 1, 1 } };
+    expect_kept("MPI_Group_range_incl stride 0", MPI_Group_range_incl(world, 1, stride0, &g), MPI_ERR_ARG,
+                (int)(g == MPI_GROUP_NULL), 1);
+    if (size > 1)
+        expect_kept("MPI_Group_range_excl stride away from last", MPI_Group_range_excl(world, 1, away, &g),
+                    MPI_ERR_ARG, (int)(g == MPI_GROUP_NULL), 1);
+    expect_kept("MPI_Group_range_excl a rank in two triplets", MPI_Group_range_excl(world, 2, twice, &g),
+                MPI_ERR_RANK, (int)(g == MPI_GROUP_NULL), 1);
+    expect_kept("MPI_Group_range_incl n = -1", MPI_Group_range_incl(world, -1, past, &g), MPI_ERR_ARG,
+                (int)(g == MPI_GROUP_NULL), 1);
+    expect_kept("MPI_Group_intersection group2 = 0x12345",
+                MPI_Group_intersection(world, (MPI_Group)0x12345, &g), MPI_ERR_GROUP, (int)(g == MPI_GROUP_NULL),
+                1);
+    expect_kept("MPI_Comm_create_group tag = -1", MPI_Comm_create_group(MPI_COMM_WORLD, world, -1, &c),
+                MPI_ERR_TAG, (int)(c == MPI_COMM_NULL), 1);
+    expect_kept("MPI_Comm_dup_with_info info = 0x12345",
+                MPI_Comm_dup_with_info(MPI_COMM_WORLD, (MPI_Info)0x12345, &c), MPI_ERR_INFO,
+                (int)(c == MPI_COMM_NULL), 1);
+    expect("MPI_Get_hw_resource_info hw_info = NULL", MPI_Get_hw_resource_info(NULL), MPI_ERR_ARG);
+    expect_kept("MPI_Comm_split_type split_type = 99", MPI_Comm_split_type(MPI_COMM_WORLD, 99, 0, MPI_INFO_NULL, &c),
+                MPI_ERR_ARG, (int)(c == MPI_COMM_NULL), 1);
+#endif
+#if MPI_VERSION >= 4
+    MPI_Session s = MPI_SESSION_NULL;
+    expect("MPI_Session_init session = NULL", MPI_Session_init(MPI_INFO_NULL, MPI_ERRORS_RETURN, NULL),
+           MPI_ERR_ARG);
+    rc = MPI_Session_init(MPI_INFO_NULL, MPI_ERRORS_RETURN, &s);
+    if (rc != MPI_SUCCESS) {
+        fails++;
+        printf("FAIL errors: rank=%d MPI_Session_init returned %d\n", rank, rc);
+    } else {
+        int n = -7, len = 0;
+        char name[8] = "unset";
+        expect_kept("MPI_Session_get_num_psets session = MPI_SESSION_NULL",
+                    MPI_Session_get_num_psets(MPI_SESSION_NULL, MPI_INFO_NULL, &n), MPI_ERR_SESSION, n, -7);
+        expect_kept("MPI_Session_get_nth_pset n = 99", MPI_Session_get_nth_pset(s, MPI_INFO_NULL, 99, &len, name),
+                    MPI_ERR_ARG, len, 0);
+        len = -1;
+        expect_kept("MPI_Session_get_nth_pset *pset_len = -1",
+                    MPI_Session_get_nth_pset(s, MPI_INFO_NULL, 0, &len, name), MPI_ERR_ARG,
+                    (int)(strcmp(name, "unset") == 0), 1);
+        expect_kept("MPI_Group_from_session_pset pset_name = mpi://NOPE",
+                    MPI_Group_from_session_pset(s, "mpi://NOPE", &g), MPI_ERR_ARG, (int)(g == MPI_GROUP_NULL), 1);
+        expect("MPI_Session_set_errhandler errhandler = 0x12345",
+               MPI_Session_set_errhandler(s, (MPI_Errhandler)0x12345), MPI_ERR_ARG);
+        expect_kept("MPI_Comm_create_from_group group = MPI_GROUP_NULL",
+                    MPI_Comm_create_from_group(MPI_GROUP_NULL, "t", MPI_INFO_NULL, MPI_ERRORS_RETURN, &c),
+                    MPI_ERR_GROUP, (int)(c == MPI_COMM_NULL), 1);
+        expect_kept("MPI_Comm_create_from_group stringtag = NULL",
+                    MPI_Comm_create_from_group(world, NULL, MPI_INFO_NULL, MPI_ERRORS_RETURN, &c), MPI_ERR_ARG,
+                    (int)(c == MPI_COMM_NULL), 1);
+        if (size > 1) {
+            int other = (rank + 1) % size;
+            MPI_Group not_me;
+            MPI_Group_incl(world, 1, &other, &not_me);
+            expect_kept("MPI_Comm_create_from_group by a non-member",
+                        MPI_Comm_create_from_group(not_me, "t", MPI_INFO_NULL, MPI_ERRORS_RETURN, &c), MPI_ERR_GROUP,
+                        (int)(c == MPI_COMM_NULL), 1);
+            MPI_Group_free(&not_me);
+        }
+        rc = MPI_Session_finalize(&s);
+        if (rc != MPI_SUCCESS || s != MPI_SESSION_NULL) {
+            fails++;
+            printf("FAIL errors: rank=%d MPI_Session_finalize returned %d\n", rank, rc);
+        }
+    }
+#endif
+    MPI_Group_free(&world);
+}
 
 static int fatal_mode(void)
 {
@@ -225,6 +328,8 @@ int main(int argc, char **argv)
     expect("MPI_Allreduce comm=0x12345", MPI_Allreduce(sbuf, rbuf, N, MPI_INT, MPI_SUM, (MPI_Comm)0x12345),
            MPI_ERR_COMM);
 #endif
+
+    groups_comms_sessions();
 
 #ifdef HCOMM_MPI_H
     /* hcomm detects a message shorter than the receiver expects (counts of a v-collective that

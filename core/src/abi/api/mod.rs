@@ -21,12 +21,14 @@ pub mod attributes;
 mod coll;
 mod coll2;
 mod comm;
+mod comm_create;
 mod env;
 mod groups;
 pub mod info;
 mod local_queries;
 mod nb;
 mod p2p;
+mod sessions;
 mod typearg;
 mod types;
 pub mod unsupported;
@@ -35,6 +37,7 @@ pub use coll::*;
 #[allow(unused_imports)]
 pub use coll2::*;
 pub use comm::*;
+pub use comm_create::*;
 pub use env::*;
 #[allow(unused_imports)]
 pub use groups::*;
@@ -43,6 +46,7 @@ pub use local_queries::*;
 pub use nb::*;
 #[allow(unused_imports)]
 pub use p2p::*;
+pub use sessions::*;
 pub(crate) use typearg::*;
 #[allow(unused_imports)]
 pub use types::*;

@@ -68,7 +68,7 @@ fn req_arg(req: *mut c_int) -> Result<()> {
 }
 
 /// Registers a started request and writes its handle.
-fn publish(r: Arc<Request>, req: *mut c_int) -> Result<()> {
+pub(super) fn publish(r: Arc<Request>, req: *mut c_int) -> Result<()> {
     let h = request::insert(r.clone())?;
     // SAFETY: `req` is non-NULL (req_arg) and points to the caller's MPI_Request.
     unsafe { req.write(h) };
