@@ -40,7 +40,6 @@ export_mpi_functions! {
     fn MPI_Comm_test_inter / PMPI_Comm_test_inter(comm: Comm, flag: *mut c_int) -> c_int => api::comm_test_inter;
     fn MPI_Comm_remote_size / PMPI_Comm_remote_size(comm: Comm, size: *mut c_int) -> c_int => api::comm_remote_size;
     fn MPI_Comm_remote_group / PMPI_Comm_remote_group(comm: Comm, group: *mut Group) -> c_int => api::comm_remote_group;
-    fn MPI_Topo_test / PMPI_Topo_test(comm: Comm, status: *mut c_int) -> c_int => api::topo_test;
     fn MPI_Comm_get_parent / PMPI_Comm_get_parent(parent: *mut Comm) -> c_int => api::comm_get_parent;
     fn MPI_Pcontrol / PMPI_Pcontrol(level: c_int) -> c_int => api::pcontrol;
     fn MPI_Get_address / PMPI_Get_address(location: *const c_void, address: *mut i64) -> c_int => get_address;
