@@ -47,6 +47,9 @@ pub struct Comm {
     pub(crate) cuda_calls: std::sync::atomic::AtomicU32,
     /// Which members share a host ([`crate::topology`]), derived on first use.
     topo: std::sync::OnceLock<crate::topology::Topology>,
+    /// The process topology (`MPI_Cart_create` and friends), set once before the handle is
+    /// published; `MPI_Comm_dup` copies it.
+    proc_topo: std::sync::OnceLock<Arc<crate::process_topology::ProcTopo>>,
 }
 
 /// splitmix64: a cheap, well-mixed 64-bit hash step.
@@ -102,7 +105,20 @@ impl Comm {
             cuda: AtomicU8::new(0),
             cuda_calls: std::sync::atomic::AtomicU32::new(0),
             topo: std::sync::OnceLock::new(),
+            proc_topo: std::sync::OnceLock::new(),
         }
+    }
+
+    /// The process topology, if the communicator was made with one.
+    pub fn proc_topo(&self) -> Option<&Arc<crate::process_topology::ProcTopo>> {
+        self.proc_topo.get()
+    }
+
+    /// Gives a new communicator (not yet published) its process topology.
+    pub fn with_proc_topo(self, t: Arc<crate::process_topology::ProcTopo>) -> Comm {
+        // A fresh `Comm` has none: the cell is empty, so `set` cannot fail.
+        let _ = self.proc_topo.set(t);
+        self
     }
 
     pub fn name(&self) -> String {
@@ -193,16 +209,20 @@ impl Comm {
         }
     }
 
-    /// `MPI_Comm_dup`: same group, new id, same error handler.
+    /// `MPI_Comm_dup`: same group, new id, same error handler, same process topology.
     pub fn dup(&self) -> Comm {
         let id = self.child_id(u64::MAX - 1);
-        Comm::new(
+        let c = Comm::new(
             id,
             self.rank,
             self.world.clone(),
             self.ep.clone(),
             self.errhandler.load(Ordering::Relaxed),
-        )
+        );
+        match self.proc_topo() {
+            Some(t) => c.with_proc_topo(t.clone()),
+            None => c,
+        }
     }
 
     /// `MPI_Comm_split`; `color < 0` is `MPI_UNDEFINED` (no new communicator for this rank).

@@ -61,6 +61,11 @@ pub enum Kind {
     Alltoallv = 22,
     Scan = 23,
     Exscan = 24,
+    NeighborAllgather = 25,
+    NeighborAllgatherv = 26,
+    NeighborAlltoall = 27,
+    NeighborAlltoallv = 28,
+    NeighborAlltoallw = 29,
 }
 
 impl Kind {
@@ -85,6 +90,11 @@ impl Kind {
             Kind::Alltoallv => "MPI_Alltoallv",
             Kind::Scan => "MPI_Scan",
             Kind::Exscan => "MPI_Exscan",
+            Kind::NeighborAllgather => "MPI_Neighbor_allgather",
+            Kind::NeighborAllgatherv => "MPI_Neighbor_allgatherv",
+            Kind::NeighborAlltoall => "MPI_Neighbor_alltoall",
+            Kind::NeighborAlltoallv => "MPI_Neighbor_alltoallv",
+            Kind::NeighborAlltoallw => "MPI_Neighbor_alltoallw",
         }
     }
 
@@ -109,6 +119,11 @@ impl Kind {
             22 => Kind::Alltoallv,
             23 => Kind::Scan,
             24 => Kind::Exscan,
+            25 => Kind::NeighborAllgather,
+            26 => Kind::NeighborAllgatherv,
+            27 => Kind::NeighborAlltoall,
+            28 => Kind::NeighborAlltoallv,
+            29 => Kind::NeighborAlltoallw,
             _ => return None,
         })
     }

@@ -54,6 +54,9 @@ static const char *class_name(int c)
     if (c == MPI_ERR_RANK) return "MPI_ERR_RANK";
     if (c == MPI_ERR_TAG) return "MPI_ERR_TAG";
     if (c == MPI_ERR_INFO) return "MPI_ERR_INFO";
+    if (c == MPI_ERR_RANK) return "MPI_ERR_RANK";
+    if (c == MPI_ERR_TOPOLOGY) return "MPI_ERR_TOPOLOGY";
+    if (c == MPI_ERR_DIMS) return "MPI_ERR_DIMS";
     if (c == MPI_ERR_OTHER) return "MPI_ERR_OTHER";
     if (c == MPI_ERR_INTERN) return "MPI_ERR_INTERN";
     return "(other)";
@@ -330,6 +333,63 @@ int main(int argc, char **argv)
 #endif
 
     groups_comms_sessions();
+    /* process topologies: no topology, bad dims, ranks and coordinates; outputs not written */
+    {
+        int d[2] = { size, 0 }, p[2] = { 0, 0 }, nd = -9;
+        MPI_Comm bad = (MPI_Comm)0x7777;
+#ifndef REF_OMPI /* Open MPI 4.1.4: MPI_ERR_INTERN without a topology, MPI_ERR_OTHER / MPI_ERR_ARG for bad dims */
+        MPI_Request req = (MPI_Request)0x7777;
+        expect("MPI_Neighbor_allgather without a topology",
+               MPI_Neighbor_allgather(sbuf, 1, MPI_INT, rbuf, 1, MPI_INT, MPI_COMM_WORLD), MPI_ERR_TOPOLOGY);
+        expect("MPI_Ineighbor_alltoall without a topology",
+               MPI_Ineighbor_alltoall(sbuf, 1, MPI_INT, rbuf, 1, MPI_INT, MPI_COMM_WORLD, &req), MPI_ERR_TOPOLOGY);
+        if (req != (MPI_Request)0x7777) {
+            fails++;
+            printf("FAIL errors: rank=%d MPI_Ineighbor_alltoall without a topology wrote the request\n", rank);
+        }
+        expect("MPI_Cart_create dims[1]=0", MPI_Cart_create(MPI_COMM_WORLD, 2, d, p, 0, &bad), MPI_ERR_DIMS);
+        expect("MPI_Cart_create ndims=-1", MPI_Cart_create(MPI_COMM_WORLD, -1, d, p, 0, &bad), MPI_ERR_DIMS);
+#endif
+        d[1] = 2;
+        expect("MPI_Cart_create grid larger than the communicator",
+               MPI_Cart_create(MPI_COMM_WORLD, 2, d, p, 0, &bad), MPI_ERR_ARG);
+        if (bad != (MPI_Comm)0x7777) {
+            fails++;
+            printf("FAIL errors: rank=%d a rejected MPI_Cart_create wrote comm_cart\n", rank);
+        }
+        expect("MPI_Cartdim_get without a topology", MPI_Cartdim_get(MPI_COMM_WORLD, &nd), MPI_ERR_TOPOLOGY);
+        MPI_Comm cart;
+        MPI_Cart_create(MPI_COMM_WORLD, 1, d, p, 0, &cart);
+        int c[2] = { size, 0 }, r = -9, src = -9, dst = -9;
+        expect("MPI_Cart_rank coords[0]=size (non-periodic)", MPI_Cart_rank(cart, c, &r), MPI_ERR_ARG);
+        expect("MPI_Graphdims_get on a Cartesian communicator", MPI_Graphdims_get(cart, &nd, &r), MPI_ERR_TOPOLOGY);
+#ifndef REF_OMPI /* Open MPI 4.1.4 checks none of these */
+        expect("MPI_Cart_coords rank=size", MPI_Cart_coords(cart, size, 1, c), MPI_ERR_RANK);
+        expect("MPI_Cart_shift direction=1 of 1", MPI_Cart_shift(cart, 1, 1, &src, &dst), MPI_ERR_ARG);
+        int in, out, w;
+        expect("MPI_Dist_graph_neighbors_count on a Cartesian communicator",
+               MPI_Dist_graph_neighbors_count(cart, &in, &out, &w), MPI_ERR_TOPOLOGY);
+#endif
+        expect("MPI_Neighbor_alltoall recvcount=-1",
+               MPI_Neighbor_alltoall(sbuf, 1, MPI_INT, rbuf, -1, MPI_INT, cart), MPI_ERR_COUNT);
+        if (r != -9 || src != -9 || dst != -9 || nd != -9 || c[0] != size) {
+            fails++;
+            printf("FAIL errors: rank=%d a rejected topology query wrote an output\n", rank);
+        }
+        MPI_Comm_free(&cart);
+#ifndef REF_OMPI /* Open MPI 4.1.4 creates the graph */
+        int idx[1] = { 1 }, edges[1] = { size };
+        expect("MPI_Graph_create edges[0]=size", MPI_Graph_create(MPI_COMM_WORLD, 1, idx, edges, 0, &bad),
+               MPI_ERR_RANK);
+#endif
+        int srcs[1] = { size };
+        /* Through a volatile: Open MPI's constant address makes gcc warn about reading it. */
+        int *volatile unweighted = MPI_UNWEIGHTED;
+        expect_alt("MPI_Dist_graph_create_adjacent sources[0]=size",
+                   MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, 1, srcs, unweighted, 0, srcs, unweighted,
+                                                  MPI_INFO_NULL, 0, &bad),
+                   MPI_ERR_RANK, MPI_ERR_ARG);
+    }
 
 #ifdef HCOMM_MPI_H
     /* hcomm detects a message shorter than the receiver expects (counts of a v-collective that

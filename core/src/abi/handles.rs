@@ -62,6 +62,16 @@ pub const MAX_TAG: i32 = i32::MAX;
 pub const IN_PLACE: usize = usize::MAX; // (void *)-1
 pub const UNDEFINED: i32 = -32766;
 
+/// `MPI_GRAPH`, `MPI_CART`, `MPI_DIST_GRAPH` (`MPI_Topo_test`).
+pub const GRAPH: i32 = 1;
+pub const CART: i32 = 2;
+pub const DIST_GRAPH: i32 = 3;
+
+/// The objects whose addresses the library exports as `MPI_UNWEIGHTED` and
+/// `MPI_WEIGHTS_EMPTY` (`int * const`): weights arguments are compared with them by address.
+pub static UNWEIGHTED_OBJ: i32 = 0;
+pub static WEIGHTS_EMPTY_OBJ: i32 = 0;
+
 pub const IDENT: i32 = 0;
 pub const CONGRUENT: i32 = 1;
 pub const SIMILAR: i32 = 2;

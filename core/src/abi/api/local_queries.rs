@@ -35,14 +35,6 @@ fn not_inter(name: &'static str, comm: c_int) -> c_int {
     })
 }
 
-/// `MPI_Topo_test`: hcomm's communicators carry no process topology yet.
-pub unsafe fn topo_test(comm: c_int, status: *mut c_int) -> c_int {
-    guard("MPI_Topo_test", Some(comm), || {
-        runtime::get()?.comm(comm)?;
-        out(status, "status", h::UNDEFINED)
-    })
-}
-
 /// `MPI_Comm_get_parent`: hcomm's processes are never spawned by `MPI_Comm_spawn`.
 pub unsafe fn comm_get_parent(parent: *mut c_int) -> c_int {
     guard("MPI_Comm_get_parent", None, || {

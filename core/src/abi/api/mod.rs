@@ -18,32 +18,39 @@ use crate::frame::{Kind, Signature};
 use crate::runtime;
 
 pub mod attributes;
+mod cart;
 mod coll;
 mod coll2;
 mod comm;
 mod comm_create;
 mod env;
+mod graph;
 mod groups;
 pub mod info;
 mod local_queries;
 mod nb;
+mod neighbor;
 mod p2p;
 mod sessions;
+mod topo_args;
 mod typearg;
 mod types;
 pub mod unsupported;
 
+pub use cart::*;
 pub use coll::*;
 #[allow(unused_imports)]
 pub use coll2::*;
 pub use comm::*;
 pub use comm_create::*;
 pub use env::*;
+pub use graph::*;
 #[allow(unused_imports)]
 pub use groups::*;
 pub use local_queries::*;
 #[allow(unused_imports)]
 pub use nb::*;
+pub use neighbor::*;
 #[allow(unused_imports)]
 pub use p2p::*;
 pub use sessions::*;

@@ -45,7 +45,7 @@ const UNDEFINED: c_int = -32766;
 
 /// Carries staged buffers (raw pointers into the caller's memory or staging memory) into the
 /// completion closure, which may run on the progress thread.
-struct Unsent<T>(T);
+pub(super) struct Unsent<T>(pub(super) T);
 
 // SAFETY: the wrapped values are staging descriptors owned by exactly one request; MPI
 // forbids the caller to touch the buffers they point into until the request completes, and
@@ -54,13 +54,13 @@ unsafe impl<T> Send for Unsent<T> {}
 
 impl<T> Unsent<T> {
     /// The value (a method, so a closure captures the whole wrapper, not its field).
-    fn take(self) -> T {
+    pub(super) fn take(self) -> T {
         self.0
     }
 }
 
 /// The request output argument: checked before anything starts.
-fn req_arg(req: *mut c_int) -> Result<()> {
+pub(super) fn req_arg(req: *mut c_int) -> Result<()> {
     if req.is_null() {
         return Err(Error::new(Class::Arg, "request is NULL"));
     }
@@ -78,7 +78,7 @@ pub(super) fn publish(r: Arc<Request>, req: *mut c_int) -> Result<()> {
 /// Starts a nonblocking collective; `stat`: the collective it is profiled as (its nonblocking
 /// row), if any.
 #[allow(clippy::too_many_arguments)]
-fn start_coll(
+pub(super) fn start_coll(
     name: &'static str,
     stat: Option<Coll>,
     comm: c_int,
