@@ -304,6 +304,58 @@ unsafe fn exscan_c(
     api::scan("MPI_Exscan_c", true, s, r, n, t, o, c)
 }
 
+#[allow(clippy::too_many_arguments)]
+unsafe fn alltoallw(
+    sendbuf: *const c_void,
+    sendcounts: *const c_int,
+    sdispls: *const c_int,
+    sendtypes: *const Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const c_int,
+    rdispls: *const c_int,
+    recvtypes: *const Datatype,
+    comm: Comm,
+) -> c_int {
+    api::alltoallw(
+        "MPI_Alltoallw",
+        sendbuf,
+        Ints::Int(sendcounts),
+        Ints::Int(sdispls),
+        sendtypes,
+        recvbuf,
+        Ints::Int(recvcounts),
+        Ints::Int(rdispls),
+        recvtypes,
+        comm,
+    )
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe fn alltoallw_c(
+    sendbuf: *const c_void,
+    sendcounts: *const Count,
+    sdispls: *const Aint,
+    sendtypes: *const Datatype,
+    recvbuf: *mut c_void,
+    recvcounts: *const Count,
+    rdispls: *const Aint,
+    recvtypes: *const Datatype,
+    comm: Comm,
+) -> c_int {
+    api::alltoallw(
+        "MPI_Alltoallw_c",
+        sendbuf,
+        Ints::Long(sendcounts),
+        Ints::Long(sdispls),
+        sendtypes,
+        recvbuf,
+        Ints::Long(recvcounts),
+        Ints::Long(rdispls),
+        recvtypes,
+        comm,
+    )
+}
+
 export_mpi_functions! {
     fn MPI_Gather / PMPI_Gather(sendbuf: *const c_void, sendcount: c_int, sendtype: Datatype, recvbuf: *mut c_void, recvcount: c_int, recvtype: Datatype, root: c_int, comm: Comm) -> c_int => gather;
     fn MPI_Gather_c / PMPI_Gather_c(sendbuf: *const c_void, sendcount: Count, sendtype: Datatype, recvbuf: *mut c_void, recvcount: Count, recvtype: Datatype, root: c_int, comm: Comm) -> c_int => gather_c;
@@ -323,4 +375,6 @@ export_mpi_functions! {
     fn MPI_Scan_c / PMPI_Scan_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: Count, datatype: Datatype, op: Op, comm: Comm) -> c_int => scan_c;
     fn MPI_Exscan / PMPI_Exscan(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: Datatype, op: Op, comm: Comm) -> c_int => exscan;
     fn MPI_Exscan_c / PMPI_Exscan_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: Count, datatype: Datatype, op: Op, comm: Comm) -> c_int => exscan_c;
+    fn MPI_Alltoallw / PMPI_Alltoallw(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const Datatype, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const Datatype, comm: Comm) -> c_int => alltoallw;
+    fn MPI_Alltoallw_c / PMPI_Alltoallw_c(sendbuf: *const c_void, sendcounts: *const Count, sdispls: *const Aint, sendtypes: *const Datatype, recvbuf: *mut c_void, recvcounts: *const Count, rdispls: *const Aint, recvtypes: *const Datatype, comm: Comm) -> c_int => alltoallw_c;
 }

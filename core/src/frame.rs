@@ -61,6 +61,7 @@ pub enum Kind {
     Alltoallv = 22,
     Scan = 23,
     Exscan = 24,
+    Alltoallw = 25,
 }
 
 impl Kind {
@@ -85,6 +86,7 @@ impl Kind {
             Kind::Alltoallv => "MPI_Alltoallv",
             Kind::Scan => "MPI_Scan",
             Kind::Exscan => "MPI_Exscan",
+            Kind::Alltoallw => "MPI_Alltoallw",
         }
     }
 
@@ -109,6 +111,7 @@ impl Kind {
             22 => Kind::Alltoallv,
             23 => Kind::Scan,
             24 => Kind::Exscan,
+            25 => Kind::Alltoallw,
             _ => return None,
         })
     }

@@ -27,6 +27,8 @@ pub mod info;
 mod local_queries;
 mod nb;
 mod p2p;
+mod persistent;
+mod plan;
 mod typearg;
 mod types;
 pub mod unsupported;
@@ -43,6 +45,8 @@ pub use local_queries::*;
 pub use nb::*;
 #[allow(unused_imports)]
 pub use p2p::*;
+#[allow(unused_imports)]
+pub use persistent::*;
 pub(crate) use typearg::*;
 #[allow(unused_imports)]
 pub use types::*;
