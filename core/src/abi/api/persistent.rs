@@ -24,7 +24,8 @@ use super::coll2::Ints;
 use super::info::info_arg;
 use super::nb::{completing, req_arg, scatter_counts, Failed, Unsent};
 use super::p2p::{
-    dest_arg, incoming, outgoing, recv_tag_arg, send_tag_arg, source_arg, unstage, ANY_TAG,
+    dest_arg, incoming_typed, outgoing_typed, recv_tag_arg, send_tag_arg, source_arg, unstage,
+    ANY_TAG,
 };
 use super::plan::{self, Plan};
 use super::*;
@@ -428,8 +429,10 @@ pub unsafe fn send_init(
     guard(name, Some(comm), || {
         host_only(&[buf])?;
         let c = comm_of(runtime::get()?, comm)?;
-        // A dry run checks buffer, count and datatype; each start stages the buffer anew.
-        drop(outgoing(buf, count, dt, NAMES)?);
+        // The datatype is resolved once (the request keeps it, even if the handle is freed); a
+        // dry run checks the buffer; each start stages the buffer anew.
+        let (n, t) = (count_arg(count, NAMES[1])?, type_arg(dt, NAMES[2])?);
+        drop(outgoing_typed(buf, n, &t, NAMES)?);
         let tag = send_tag_arg(tag, "tag")?;
         let dest = dest_arg(dest, &c, "dest")?;
         req_arg(req)?;
@@ -438,7 +441,7 @@ pub unsafe fn send_init(
             let Some(dest) = dest else {
                 return Ok(Box::new(Ready(Completion::empty())) as Box<dyn Op>);
             };
-            let (msg, staged) = outgoing(buf, count, dt, NAMES)?;
+            let (msg, staged) = outgoing_typed(buf, n, &t, NAMES)?;
             let keep: Box<dyn Send> = Box::new(Unsent(staged));
             Ok(Box::new(p2p::isend(c.clone(), dest, tag, &msg, Some(keep))?) as Box<dyn Op>)
         });
@@ -460,8 +463,9 @@ pub unsafe fn recv_init(
     guard(name, Some(comm), || {
         host_only(&[buf])?;
         let c = comm_of(runtime::get()?, comm)?;
-        // A dry run, as in `send_init`.
-        drop(incoming(buf, count, dt, NAMES)?);
+        // As in `send_init`.
+        let (n, t) = (count_arg(count, NAMES[1])?, type_arg(dt, NAMES[2])?);
+        drop(incoming_typed(buf, n, &t, NAMES)?);
         let tag = recv_tag_arg(tag, "tag")?;
         let source = source_arg(source, &c, "source")?;
         req_arg(req)?;
@@ -475,7 +479,7 @@ pub unsafe fn recv_init(
                 };
                 return Ok(Box::new(Ready(done)) as Box<dyn Op>);
             };
-            let (into, staged) = incoming(buf, count, dt, NAMES)?;
+            let (into, staged) = incoming_typed(buf, n, &t, NAMES)?;
             let (staged, cap) = (Unsent(staged), into.cap);
             let finish: p2p::RecvFinish = Box::new(move |r| unstage(staged.take(), r, cap));
             Ok(Box::new(p2p::irecv(c.clone(), source, tag, &into, Some(finish))) as Box<dyn Op>)
