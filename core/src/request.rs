@@ -480,4 +480,60 @@ mod tests {
         let h2 = insert(r).unwrap();
         remove(h2);
     }
+
+    /// An op that completes at its first poll.
+    struct Instant(Completion);
+    impl Wait for Instant {
+        fn poll(&mut self, _last: bool) -> Result<Step> {
+            Ok(Step::Done)
+        }
+        fn describe(&self) -> String {
+            "instant".into()
+        }
+        fn blocked_on(&self, _out: &mut Vec<usize>) {}
+    }
+    impl Op for Instant {
+        fn complete(&mut self) -> Result<Completion> {
+            Ok(self.0)
+        }
+    }
+
+    #[test]
+    fn persistent_requests_cycle_between_inactive_and_active() {
+        let ep = Arc::new(Endpoint::singleton());
+        let mut starts = 0;
+        let done = Completion {
+            source: 3,
+            tag: 9,
+            bytes: 12,
+            ..Completion::empty()
+        };
+        let starter: Starter = Box::new(move || {
+            starts += 1;
+            Ok(Box::new(Instant(Completion {
+                bytes: starts,
+                ..done
+            })) as Box<dyn Op>)
+        });
+        let r = Request::persistent("MPI_Send_init", 0, false, ep.clone(), starter);
+        assert!(r.is_persistent() && r.is_inactive() && r.is_done());
+        assert_eq!(r.outcome().unwrap().unwrap(), Completion::empty());
+        for round in 1..=3u64 {
+            r.start().unwrap();
+            assert!(!r.is_inactive() && !r.is_done());
+            assert_eq!(
+                r.start().unwrap_err().class,
+                Class::Request,
+                "active: no second start"
+            );
+            assert!(r.advance(false));
+            assert_eq!(r.outcome().unwrap().unwrap().bytes, round);
+            assert!(r.deactivate());
+            assert!(r.is_inactive());
+            assert_eq!(r.outcome().unwrap().unwrap(), Completion::empty());
+        }
+        let one_shot = Request::completed("MPI_Isend", 0, ep, Completion::empty());
+        assert_eq!(one_shot.start().unwrap_err().class, Class::Request);
+        assert!(!one_shot.deactivate());
+    }
 }
