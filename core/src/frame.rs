@@ -61,11 +61,12 @@ pub enum Kind {
     Alltoallv = 22,
     Scan = 23,
     Exscan = 24,
-    NeighborAllgather = 25,
-    NeighborAllgatherv = 26,
-    NeighborAlltoall = 27,
-    NeighborAlltoallv = 28,
-    NeighborAlltoallw = 29,
+    Alltoallw = 25,
+    NeighborAllgather = 26,
+    NeighborAllgatherv = 27,
+    NeighborAlltoall = 28,
+    NeighborAlltoallv = 29,
+    NeighborAlltoallw = 30,
 }
 
 impl Kind {
@@ -90,6 +91,7 @@ impl Kind {
             Kind::Alltoallv => "MPI_Alltoallv",
             Kind::Scan => "MPI_Scan",
             Kind::Exscan => "MPI_Exscan",
+            Kind::Alltoallw => "MPI_Alltoallw",
             Kind::NeighborAllgather => "MPI_Neighbor_allgather",
             Kind::NeighborAllgatherv => "MPI_Neighbor_allgatherv",
             Kind::NeighborAlltoall => "MPI_Neighbor_alltoall",
@@ -119,11 +121,12 @@ impl Kind {
             22 => Kind::Alltoallv,
             23 => Kind::Scan,
             24 => Kind::Exscan,
-            25 => Kind::NeighborAllgather,
-            26 => Kind::NeighborAllgatherv,
-            27 => Kind::NeighborAlltoall,
-            28 => Kind::NeighborAlltoallv,
-            29 => Kind::NeighborAlltoallw,
+            25 => Kind::Alltoallw,
+            26 => Kind::NeighborAllgather,
+            27 => Kind::NeighborAllgatherv,
+            28 => Kind::NeighborAlltoall,
+            29 => Kind::NeighborAlltoallv,
+            30 => Kind::NeighborAlltoallw,
             _ => return None,
         })
     }

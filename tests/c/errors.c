@@ -11,6 +11,8 @@
  *   MPI_COMM_NULL / invalid communicator -> MPI_ERR_COMM
  * Groups, communicator constructors and Sessions: bad ranges, groups, tags, infos, psets,
  * sessions; the output handle keeps its value.
+ * Nonblocking and persistent starting calls also leave the request argument unwritten;
+ * MPI_Start of MPI_REQUEST_NULL or of an active request -> MPI_ERR_REQUEST.
  * Mode "fatal" (argv[1]): under the default MPI_ERRORS_ARE_FATAL, rank 1 (rank 0 when alone)
  * calls MPI_Allreduce with count -1 while the others make a valid call; the job must end
  * quickly with a non-zero status, and stderr must name MPI_Allreduce, the count and the rank
@@ -214,6 +216,82 @@ static void groups_comms_sessions(void)
     }
 #endif
     MPI_Group_free(&world);
+/* A rejected starting call (nonblocking or persistent) must not write its request either. */
+static void expect_req(const char *what, int rc, int want_class, MPI_Request *req)
+{
+    if (*req != MPI_REQUEST_NULL) {
+        fails++;
+        printf("FAIL errors: rank=%d %s: request written\n", rank, what);
+    }
+    expect(what, rc, want_class);
+    *req = MPI_REQUEST_NULL;
+}
+
+/* Nonblocking and persistent collectives, persistent point-to-point, MPI_Start. Every case is
+ * one that every rank rejects (a case only the root rejects would leave the others' requests
+ * waiting for a root that never comes). */
+static void requests(const int *sbuf)
+{
+    MPI_Request req = MPI_REQUEST_NULL;
+    int counts[64], displs[64];
+    MPI_Datatype types[64];
+    for (int i = 0; i < 64; i++)
+        counts[i] = 1, displs[i] = i, types[i] = MPI_INT;
+    expect_req("MPI_Igather root=size",
+               MPI_Igather(sbuf, 1, MPI_INT, rbuf, 1, MPI_INT, size, MPI_COMM_WORLD, &req), MPI_ERR_ROOT, &req);
+    expect_req("MPI_Iscatterv root=-1",
+               MPI_Iscatterv(sbuf, counts, displs, MPI_INT, rbuf, 1, MPI_INT, -1, MPI_COMM_WORLD, &req),
+               MPI_ERR_ROOT, &req);
+    counts[size - 1] = -1;
+    expect_req("MPI_Ialltoallv recvcounts[last]=-1",
+               MPI_Ialltoallv(sbuf, counts, displs, MPI_INT, rbuf, counts, displs, MPI_INT, MPI_COMM_WORLD, &req),
+               MPI_ERR_COUNT, &req);
+    counts[size - 1] = 1;
+    types[size - 1] = MPI_DATATYPE_NULL;
+    expect_req("MPI_Ialltoallw recvtypes[last]=MPI_DATATYPE_NULL",
+               MPI_Ialltoallw(sbuf, counts, displs, types, rbuf, counts, displs, types, MPI_COMM_WORLD, &req),
+               MPI_ERR_TYPE, &req);
+    expect("MPI_Alltoallw sendtypes[last]=MPI_DATATYPE_NULL",
+           MPI_Alltoallw(sbuf, counts, displs, types, rbuf, counts, displs, types, MPI_COMM_WORLD),
+           MPI_ERR_TYPE);
+    expect_req("MPI_Iscan count=-1", MPI_Iscan(sbuf, rbuf, -1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &req),
+               MPI_ERR_COUNT, &req);
+    expect_req("MPI_Iexscan MPI_OP_NULL", MPI_Iexscan(sbuf, rbuf, 1, MPI_INT, MPI_OP_NULL, MPI_COMM_WORLD, &req),
+               MPI_ERR_OP, &req);
+    expect_req("MPI_Send_init dest=size", MPI_Send_init(sbuf, 1, MPI_INT, size, 0, MPI_COMM_WORLD, &req),
+               MPI_ERR_RANK, &req);
+    expect_req("MPI_Recv_init tag=-5", MPI_Recv_init(rbuf, 1, MPI_INT, 0, -5, MPI_COMM_WORLD, &req), MPI_ERR_TAG,
+               &req);
+    expect("MPI_Start MPI_REQUEST_NULL", MPI_Start(&req), MPI_ERR_REQUEST);
+#if MPI_VERSION >= 4
+    expect_req("MPI_Bcast_init root=size", MPI_Bcast_init(rbuf, 1, MPI_INT, size, MPI_COMM_WORLD, MPI_INFO_NULL, &req),
+               MPI_ERR_ROOT, &req);
+    expect_req("MPI_Allreduce_init count=-1",
+               MPI_Allreduce_init(sbuf, rbuf, -1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &req),
+               MPI_ERR_COUNT, &req);
+    expect_req("MPI_Gatherv_init MPI_COMM_NULL",
+               MPI_Gatherv_init(sbuf, 1, MPI_INT, rbuf, counts, displs, MPI_INT, 0, MPI_COMM_NULL, MPI_INFO_NULL,
+                                &req),
+               MPI_ERR_COMM, &req);
+#endif
+#ifdef HCOMM_MPI_H
+    /* Starting an active persistent request, and (hcomm's choice, documented) freeing an active
+     * persistent collective request, are MPI_ERR_REQUEST; the request stays usable. */
+    MPI_Request b;
+    MPI_Barrier_init(MPI_COMM_WORLD, MPI_INFO_NULL, &b);
+    MPI_Start(&b);
+    expect("MPI_Start of an active request", MPI_Start(&b), MPI_ERR_REQUEST);
+    expect("MPI_Request_free of an active persistent collective", MPI_Request_free(&b), MPI_ERR_REQUEST);
+    MPI_Request c = b;
+    if (MPI_Wait(&b, MPI_STATUS_IGNORE) != MPI_SUCCESS || b != c || MPI_Request_free(&b) != MPI_SUCCESS ||
+        b != MPI_REQUEST_NULL) {
+        fails++;
+        printf("FAIL errors: rank=%d the persistent barrier was not usable after the refused calls\n", rank);
+    }
+    expect("MPI_Startall of a non-persistent request", (MPI_Ibarrier(MPI_COMM_WORLD, &b), MPI_Startall(1, &b)),
+           MPI_ERR_REQUEST);
+    MPI_Wait(&b, MPI_STATUS_IGNORE);
+#endif
 }
 
 static int fatal_mode(void)
@@ -390,6 +468,9 @@ int main(int argc, char **argv)
                                                   MPI_INFO_NULL, 0, &bad),
                    MPI_ERR_RANK, MPI_ERR_ARG);
     }
+    /* before the mismatched Gatherv below, whose failure notice ends the world's later calls
+       on some ranks */
+    requests(sbuf);
 
 #ifdef HCOMM_MPI_H
     /* hcomm detects a message shorter than the receiver expects (counts of a v-collective that

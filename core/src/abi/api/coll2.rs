@@ -199,7 +199,7 @@ pub(crate) struct One {
     pub(crate) t: Typed,
 }
 
-fn one(buf: *const c_void, count: Count, dt: c_int, names: [&str; 3]) -> Result<One> {
+pub(crate) fn one(buf: *const c_void, count: Count, dt: c_int, names: [&str; 3]) -> Result<One> {
     let [bname, cname, tname] = names;
     let count = count_arg(count, cname)?;
     let side = Side::new(dt, tname)?;
@@ -208,8 +208,8 @@ fn one(buf: *const c_void, count: Count, dt: c_int, names: [&str; 3]) -> Result<
     Ok(One { side, count, t })
 }
 
-const SEND: [&str; 3] = ["sendbuf", "sendcount", "sendtype"];
-const RECV: [&str; 3] = ["recvbuf", "recvcount", "recvtype"];
+pub(crate) const SEND: [&str; 3] = ["sendbuf", "sendcount", "sendtype"];
+pub(crate) const RECV: [&str; 3] = ["recvbuf", "recvcount", "recvtype"];
 
 /// The own contribution of a rank whose block `own` of `recv` also receives it (Gather(v) at
 /// the root, Allgatherv): `None` for `MPI_IN_PLACE` (it is already there).
@@ -238,7 +238,7 @@ pub(crate) fn own_send(
 
 /// The root's own block in Scatter(v), block `own` of `send`: `None` for `MPI_IN_PLACE` (it
 /// stays in the send buffer).
-fn own_recv(
+pub(crate) fn own_recv(
     recv: *mut c_void,
     rcount: Count,
     rdt: c_int,
@@ -720,6 +720,47 @@ pub unsafe fn alltoallv(
         let s = sendside.as_ref().map(|(ss, l)| (send, ss, l));
         // SAFETY: validated above.
         unsafe { exchange(&c, s, recv, &rs, &rlaid, sig) }
+    })
+}
+
+/// `MPI_Alltoallw`: a datatype per rank and byte displacements (laid out by
+/// [`super::plan::alltoallw_parts`], which the nonblocking form uses too).
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn alltoallw(
+    name: &'static str,
+    send: *const c_void,
+    scounts: Ints,
+    sdispls: Ints,
+    stypes: *const c_int,
+    recv: *mut c_void,
+    rcounts: Ints,
+    rdispls: Ints,
+    rtypes: *const c_int,
+    comm: c_int,
+) -> c_int {
+    guard(name, Some(comm), || {
+        crate::cuda::refuse_device(name, &[send, recv as *const c_void])?;
+        let c = comm_of(runtime::get()?, comm)?;
+        // SAFETY: MPI requires every array to hold one element per rank.
+        let (rp, sp) = unsafe {
+            super::plan::alltoallw_parts(
+                send, scounts, sdispls, stypes, recv, rcounts, rdispls, rtypes, &c,
+            )
+        }?;
+        let (rb, sb) = super::plan::stage_exchange(&sp, recv, &rp);
+        let sends: Vec<_> = sb
+            .as_ref()
+            .unwrap_or(&rb)
+            .iter()
+            .flat_map(|b| read_only(b.spans()))
+            .collect();
+        let recvs: Vec<_> = rb.iter().flat_map(|b| b.spans().iter().copied()).collect();
+        coll::alltoallv(&c, &sends, &recvs, sig(Kind::Alltoallw, 0, BYTE, 0, -1))?;
+        for b in &rb {
+            // SAFETY: MPI: recvbuf holds every rank's block, to write.
+            unsafe { b.store_all_but(None) };
+        }
+        Ok(())
     })
 }
 

@@ -33,6 +33,8 @@ mod neighbor;
 mod p2p;
 mod sessions;
 mod topo_args;
+mod persistent;
+mod plan;
 mod typearg;
 mod types;
 pub mod unsupported;
@@ -54,6 +56,8 @@ pub use neighbor::*;
 #[allow(unused_imports)]
 pub use p2p::*;
 pub use sessions::*;
+#[allow(unused_imports)]
+pub use persistent::*;
 pub(crate) use typearg::*;
 #[allow(unused_imports)]
 pub use types::*;

@@ -17,7 +17,7 @@ use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
 use super::coll2::{laid_out, regular, Ints, Side, BYTE};
-use super::nb::{req_arg, start_coll, Unsent};
+use super::nb::{req_arg, start_sched, Unsent};
 use super::topo_args::topo_of;
 use super::typearg::Blocks;
 use super::*;
@@ -204,7 +204,7 @@ fn go(
         // SAFETY: as above; MPI keeps the buffer valid and untouched until completion.
         unsafe { plan.store() }
     });
-    start_coll(
+    start_sched(
         name,
         None,
         comm,

@@ -134,7 +134,16 @@ pub(crate) fn outgoing(
     what: [&str; 3],
 ) -> Result<(Outgoing, Staged)> {
     let n = count_arg(count, what[1])?;
-    let t = type_arg(dt, what[2])?;
+    outgoing_typed(buf, n, &type_arg(dt, what[2])?, what)
+}
+
+/// [`outgoing`] with the count and datatype already resolved (a persistent send keeps them).
+pub(crate) fn outgoing_typed(
+    buf: *const c_void,
+    n: usize,
+    t: &TypeArg,
+    what: [&str; 3],
+) -> Result<(Outgoing, Staged)> {
     let v = t.moving();
     let len = v.bytes(n, what[1])?;
     buf_arg(buf, len, what[0])?;
@@ -160,7 +169,17 @@ pub(crate) fn incoming(
     what: [&str; 3],
 ) -> Result<(Incoming, Staged)> {
     let n = count_arg(count, what[1])?;
-    let v = type_arg(dt, what[2])?.moving();
+    incoming_typed(buf, n, &type_arg(dt, what[2])?, what)
+}
+
+/// [`incoming`] with the count and datatype already resolved (a persistent receive keeps them).
+pub(crate) fn incoming_typed(
+    buf: *mut c_void,
+    n: usize,
+    t: &TypeArg,
+    what: [&str; 3],
+) -> Result<(Incoming, Staged)> {
+    let v = t.moving();
     let cap = v.bytes(n, what[1])?;
     buf_arg(buf, cap, what[0])?;
     // SAFETY: MPI: `buf` holds `count` items of the datatype to write.
