@@ -25,6 +25,9 @@
 
 use crate::datatype::{Datatype, ElemType};
 
+pub mod arrays;
+mod external32;
+
 /// A predefined datatype as an entry of a typemap. `handle` is the ABI's handle for it (kept
 /// so a homogeneous derived type can travel, and be reduced, as its predefined type).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -38,12 +41,21 @@ pub struct Atom {
 impl Atom {
     /// The byte ranges `(offset, len)` of one atom that hold data: everything but the padding
     /// of a pair type (`MPI_SHORT_INT` = short, 2 bytes of padding, int).
-    fn segments(&self) -> [(usize, usize); 2] {
+    pub(crate) fn segments(&self) -> [(usize, usize); 2] {
         match self.dt.elem {
             ElemType::PairI16I32 => [(0, 2), (4, 4)],
             // Every other predefined type holds its data from its start on.
             _ => [(0, self.dt.size), (0, 0)],
         }
+    }
+
+    /// The end of the atom's last data byte (its true upper bound from its start).
+    fn data_end(&self) -> usize {
+        self.segments()
+            .iter()
+            .map(|&(o, l)| o + l)
+            .max()
+            .unwrap_or(0)
     }
 
     /// Whether the atom's data fills its whole extent (a run of them is one block of bytes).
@@ -145,13 +157,20 @@ impl Layout {
         stride: isize,
         old: &Layout,
     ) -> Result<Layout, BuildError> {
-        let ext = old.extent() as isize;
+        let bytes = stride.checked_mul(old.extent() as isize).ok_or_else(ovf)?;
+        Layout::hvector(count, blocklen, bytes, old)
+    }
+
+    /// `MPI_Type_create_hvector` (`stride` in bytes).
+    pub fn hvector(
+        count: usize,
+        blocklen: usize,
+        stride: isize,
+        old: &Layout,
+    ) -> Result<Layout, BuildError> {
         let mut b = Builder::default();
         for i in 0..count {
-            let d = (i as isize)
-                .checked_mul(stride)
-                .and_then(|x| x.checked_mul(ext))
-                .ok_or_else(ovf)?;
+            let d = (i as isize).checked_mul(stride).ok_or_else(ovf)?;
             if blocklen == 0 {
                 // MPICH: an empty block still marks its displacement.
                 b.mark(d);
@@ -194,8 +213,60 @@ impl Layout {
         b.finish(align, true)
     }
 
+    /// `MPI_Type_create_resized`: the same typemap with new bounds. hcomm keeps extents
+    /// non-negative (every buffer computation relies on it), so a negative extent is refused.
+    pub fn resized(old: &Layout, lb: isize, extent: isize) -> Result<Layout, BuildError> {
+        if extent < 0 {
+            return Err(format!(
+                "extent {extent} is negative (hcomm does not support negative extents)"
+            ));
+        }
+        let ub = lb.checked_add(extent).ok_or_else(ovf)?;
+        Ok(Layout {
+            lb,
+            ub,
+            ..old.clone()
+        })
+    }
+
+    /// `(true_lb, true_ub)`: the bounds of the data bytes alone, ignoring `lb`/`ub` set by
+    /// resizing or padding; `(0, 0)` for a type without data.
+    pub fn true_bounds(&self) -> (isize, isize) {
+        let mut b: Option<(isize, isize)> = None;
+        for r in self.runs.iter().filter(|r| r.n > 0) {
+            let lo = r.disp;
+            let hi = r.disp + ((r.n - 1) * r.atom.dt.extent + r.atom.data_end()) as isize;
+            b = Some(b.map_or((lo, hi), |(l, h)| (l.min(lo), h.max(hi))));
+        }
+        b.unwrap_or((0, 0))
+    }
+
+    /// `MPI_Get_elements`: the predefined elements in the first `bytes` bytes of data of a
+    /// sequence of items (whole items, then the entries of a partial one in typemap order);
+    /// `None` (`MPI_UNDEFINED`) when `bytes` ends inside an element.
+    pub fn elements_in(&self, bytes: usize) -> Option<usize> {
+        if self.size == 0 {
+            return (bytes == 0).then_some(0);
+        }
+        let mut n = (bytes / self.size).checked_mul(self.elems)?;
+        let mut rest = bytes % self.size;
+        for r in &self.runs {
+            if rest == 0 {
+                break;
+            }
+            let s = r.atom.dt.size;
+            let k = (rest / s).min(r.n);
+            n += k;
+            rest -= k * s;
+            if k < r.n && rest > 0 {
+                return None;
+            }
+        }
+        (rest == 0).then_some(n)
+    }
+
     /// Visits the runs of `count` items, with each item's byte offset from the buffer.
-    fn for_each_run(&self, count: usize, mut f: impl FnMut(isize, &Run)) {
+    pub(crate) fn for_each_run(&self, count: usize, mut f: impl FnMut(isize, &Run)) {
         let ext = self.extent() as isize;
         for i in 0..count {
             let base = (i as isize).wrapping_mul(ext);
@@ -234,6 +305,31 @@ impl Layout {
             // SAFETY: per the contract.
             unsafe { move_run(r, inp, d) };
             inp = inp.wrapping_add(len);
+        });
+    }
+
+    /// Unpacks the first `bytes` bytes of wire data into the items at `dst`: whole items, then
+    /// the whole elements of a partial one (what a receive of a shorter message stores; MPI
+    /// leaves the rest of the buffer untouched).
+    ///
+    /// # Safety
+    /// As for [`Layout::unpack`] with `bytes.div_ceil(wire)` items; `src` holds `bytes` bytes.
+    pub unsafe fn unpack_prefix(&self, src: *const u8, bytes: usize, dst: *mut u8) {
+        if self.wire == 0 {
+            return;
+        }
+        let items = bytes.div_ceil(self.wire);
+        let mut at = 0usize;
+        self.for_each_run(items, |off, r| {
+            let ext = r.atom.dt.extent;
+            let n = r.n.min(bytes.saturating_sub(at) / ext);
+            if n > 0 {
+                let part = Run { n, ..*r };
+                // SAFETY: per the contract: `n` whole atoms of data in `src` from `at`, and
+                // their typemap entries in `dst`.
+                unsafe { move_run(&part, src.add(at), dst.wrapping_offset(off)) };
+            }
+            at += r.n * ext;
         });
     }
 

@@ -27,6 +27,10 @@ pub mod info;
 mod local_queries;
 mod nb;
 mod p2p;
+mod pack;
+mod type_contents;
+mod type_ctors;
+mod type_queries;
 mod typearg;
 mod types;
 pub mod unsupported;
@@ -43,6 +47,11 @@ pub use local_queries::*;
 pub use nb::*;
 #[allow(unused_imports)]
 pub use p2p::*;
+#[allow(unused_imports)]
+pub use pack::*;
+pub use type_contents::*;
+pub use type_ctors::*;
+pub use type_queries::*;
 pub(crate) use typearg::*;
 #[allow(unused_imports)]
 pub use types::*;

@@ -342,11 +342,19 @@ impl Staged {
     }
 
     /// Like [`Staged::finish`] after a receive that stored `bytes` bytes of elements: writes
-    /// back only the items received whole (MPI leaves the rest of the buffer untouched).
+    /// back only what was received (MPI leaves the rest of the buffer untouched): the
+    /// elements of packed items, the whole items of native ones.
     ///
     /// # Safety
     /// As promised to [`View::stage`].
     pub unsafe fn finish_received(mut self, bytes: usize) {
+        if let (Some(l), false) = (&self.layout, self.native) {
+            // The wire format: whole items and the whole elements of a partial one.
+            let b = bytes.min(self.count.saturating_mul(l.wire));
+            // SAFETY: per the contract of `stage`: `b` bytes of staged items.
+            unsafe { l.unpack_prefix(self.ptr, b, self.user) };
+            return;
+        }
         if let Some(l) = &self.layout {
             let item = if self.native { l.extent() } else { l.wire };
             if let Some(whole) = bytes.checked_div(item) {
