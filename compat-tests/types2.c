@@ -182,6 +182,24 @@ static void test_constructors(void)
         MPI_Type_dup(u, &t);
         bounds_are("dup(vector(3,2,4,INT))", t, 24, 0, 40, 0, 40);
         envelope_is("dup", t, 0, 0, 1, MPI_COMBINER_DUP);
+        /* attributes: copied by MPI_TYPE_DUP_FN, not by MPI_TYPE_NULL_COPY_FN */
+        int kdup, knull, val = 42, flag = -1;
+        void *got = NULL;
+        MPI_Type_create_keyval(MPI_TYPE_DUP_FN, MPI_TYPE_NULL_DELETE_FN, &kdup, NULL);
+        MPI_Type_create_keyval(MPI_TYPE_NULL_COPY_FN, MPI_TYPE_NULL_DELETE_FN, &knull, NULL);
+        MPI_Type_set_attr(t, kdup, &val);
+        MPI_Type_set_attr(t, knull, &val);
+        MPI_Datatype t2;
+        MPI_Type_dup(t, &t2);
+        MPI_Type_get_attr(t2, kdup, &got, &flag);
+        CHECK(flag == 1 && got == &val, "dup: MPI_TYPE_DUP_FN attribute not copied (flag %d)", flag);
+        MPI_Type_get_attr(t2, knull, &got, &flag);
+        CHECK(flag == 0, "dup: MPI_TYPE_NULL_COPY_FN attribute copied");
+        free_type(&t2);
+        MPI_Type_delete_attr(t, kdup);
+        MPI_Type_delete_attr(t, knull);
+        MPI_Type_free_keyval(&kdup);
+        MPI_Type_free_keyval(&knull);
         free_type(&u);
         bounds_are("dup after freeing its input", t, 24, 0, 40, 0, 40);
         free_type(&t);
