@@ -579,6 +579,52 @@ mod tests {
     }
 
     #[test]
+    fn resized_true_bounds_and_hvector() {
+        let r = Layout::resized(&int(), -4, 16).unwrap();
+        assert_eq!((r.lb, r.extent(), r.true_bounds()), (-4, 16, (0, 4)));
+        assert!(r.dense().is_none());
+        assert!(Layout::resized(&int(), 0, -4).is_err());
+        // Two items of the resized type: ints 16 bytes apart.
+        let c = Layout::contiguous(2, &r).unwrap();
+        assert_eq!((c.lb, c.extent(), c.true_bounds()), (-4, 32, (0, 20)));
+        // True bounds ignore a pair's trailing padding but not its inner one.
+        assert_eq!(short_int().true_bounds(), (0, 8));
+        assert_eq!(double_int().true_bounds(), (0, 12));
+        let h = Layout::hvector(2, 1, -16, &dbl()).unwrap();
+        assert_eq!((h.lb, h.extent(), h.true_bounds()), (-16, 24, (-16, 8)));
+        assert_eq!(Layout::contiguous(0, &int()).unwrap().true_bounds(), (0, 0));
+    }
+
+    #[test]
+    fn elements_of_partial_items() {
+        // {int, double, 2 ints}: 20 bytes of data, 4 elements.
+        let s = st(&[(1, 0, &int()), (1, 8, &dbl()), (2, 16, &int())]);
+        assert_eq!(s.elements_in(0), Some(0));
+        assert_eq!(s.elements_in(20), Some(4));
+        assert_eq!(s.elements_in(24), Some(5));
+        assert_eq!(s.elements_in(32), Some(6));
+        assert_eq!(s.elements_in(36), Some(7));
+        assert_eq!(s.elements_in(26), None); // inside the double
+        assert_eq!(s.elements_in(22), None);
+        assert_eq!(
+            Layout::contiguous(0, &int()).unwrap().elements_in(0),
+            Some(0)
+        );
+        assert_eq!(Layout::contiguous(0, &int()).unwrap().elements_in(4), None);
+    }
+
+    #[test]
+    fn unpack_prefix_stores_whole_elements_only() {
+        // vector(2, 2, 3) of ints: ints 0 1 3 4 of an item of extent 5 ints.
+        let v = Layout::vector(2, 2, 3, &int()).unwrap();
+        let wire: Vec<u8> = (1..=7i32).flat_map(|i| i.to_le_bytes()).collect();
+        let mut dst = vec![-1i32; 10];
+        // SAFETY: 2 items fit in 10 ints; the wire holds 28 bytes, 2 more are ignored.
+        unsafe { v.unpack_prefix(wire.as_ptr(), 26, dst.as_mut_ptr().cast()) };
+        assert_eq!(dst, vec![1, 2, -1, 3, 4, 5, 6, -1, -1, -1]);
+    }
+
+    #[test]
     fn dense_and_homogeneous() {
         let c = Layout::contiguous(1 << 40, &int()).unwrap();
         assert_eq!(c.runs().len(), 1);
