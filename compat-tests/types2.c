@@ -162,6 +162,20 @@ static void test_constructors(void)
         MPI_Aint ad[2] = { -4, 16 };
         contents_are("resized", t, 0, NULL, 2, ad, MPI_INT);
         free_type(&t);
+        /* a negative extent: copies go down (both reference MPIs agree on these bounds) */
+        MPI_Type_create_resized(MPI_INT, 0, -4, &u);
+        bounds_are("resized(INT,0,-4)", u, 4, 0, -4, 0, 4);
+        MPI_Type_contiguous(3, u, &t);
+        bounds_are("contiguous(3, resized(INT,0,-4))", t, 12, -8, 4, -8, 12);
+        int ints8[8] = { 0, 1, 2, 3, 4, 5, 6, 7 }, got3[3];
+        int n3 = typemap_ints(t, 1, ints8 + 4, got3, 3);
+        CHECK(n3 == 3 && got3[0] == 4 && got3[1] == 3 && got3[2] == 2, "negative extent typemap: %d %d %d",
+              got3[0], got3[1], got3[2]);
+        free_type(&t);
+        MPI_Type_vector(2, 2, 3, u, &t);
+        bounds_are("vector(2,2,3, resized(INT,0,-4))", t, 16, -16, 12, -16, 20);
+        free_type(&t);
+        free_type(&u);
         MPI_Type_vector(2, 1, 3, MPI_INT, &u);
         MPI_Type_create_resized(u, 0, 8, &t);
         bounds_are("resized(vector(2,1,3,INT),0,8)", t, 8, 0, 8, 0, 16);

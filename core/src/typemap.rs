@@ -116,9 +116,15 @@ impl Layout {
         }
     }
 
+    /// The extent of a type whose extent is not negative (communication refuses the others,
+    /// see `typearg.rs`); 0 for a negative one.
     pub fn extent(&self) -> usize {
-        // ub >= lb by construction (extents are never negative without MPI_Type_create_resized).
-        (self.ub - self.lb) as usize
+        self.extent_signed().max(0) as usize
+    }
+
+    /// `ub - lb`, negative for a type resized so (`MPI_Type_create_resized` allows it).
+    pub fn extent_signed(&self) -> isize {
+        self.ub - self.lb
     }
 
     pub fn runs(&self) -> &[Run] {
@@ -136,7 +142,9 @@ impl Layout {
     /// plain array of `count·n` atoms at `buf + disp` (no packing needed).
     pub fn dense(&self) -> Option<(isize, Atom, usize)> {
         match self.runs.as_slice() {
-            [r] if r.n * r.atom.dt.extent == self.extent() && r.disp == self.lb => {
+            [r] if (r.n * r.atom.dt.extent) as isize == self.extent_signed()
+                && r.disp == self.lb =>
+            {
                 Some((r.disp, r.atom, r.n))
             }
             _ => None,
@@ -157,7 +165,7 @@ impl Layout {
         stride: isize,
         old: &Layout,
     ) -> Result<Layout, BuildError> {
-        let bytes = stride.checked_mul(old.extent() as isize).ok_or_else(ovf)?;
+        let bytes = stride.checked_mul(old.extent_signed()).ok_or_else(ovf)?;
         Layout::hvector(count, blocklen, bytes, old)
     }
 
@@ -213,14 +221,9 @@ impl Layout {
         b.finish(align, true)
     }
 
-    /// `MPI_Type_create_resized`: the same typemap with new bounds. hcomm keeps extents
-    /// non-negative (every buffer computation relies on it), so a negative extent is refused.
+    /// `MPI_Type_create_resized`: the same typemap with new bounds. A negative extent is
+    /// allowed here (and in packing and further constructors); communication refuses it.
     pub fn resized(old: &Layout, lb: isize, extent: isize) -> Result<Layout, BuildError> {
-        if extent < 0 {
-            return Err(format!(
-                "extent {extent} is negative (hcomm does not support negative extents)"
-            ));
-        }
         let ub = lb.checked_add(extent).ok_or_else(ovf)?;
         Ok(Layout {
             lb,
@@ -267,7 +270,7 @@ impl Layout {
 
     /// Visits the runs of `count` items, with each item's byte offset from the buffer.
     pub(crate) fn for_each_run(&self, count: usize, mut f: impl FnMut(isize, &Run)) {
-        let ext = self.extent() as isize;
+        let ext = self.extent_signed();
         for i in 0..count {
             let base = (i as isize).wrapping_mul(ext);
             for r in &self.runs {
@@ -419,14 +422,19 @@ impl Builder {
         if copies == 0 {
             return Ok(());
         }
-        let ext = old.extent() as isize;
+        let ext = old.extent_signed();
         let last = isize::try_from(copies - 1)
             .ok()
             .and_then(|c| c.checked_mul(ext))
             .ok_or_else(ovf)?;
-        let lo = d.checked_add(old.lb).ok_or_else(ovf)?;
+        // With a negative extent the copies go down: the last one gives the lower bound
+        // (MPICH's rule).
+        let lo = d
+            .checked_add(old.lb)
+            .and_then(|x| x.checked_add(last.min(0)))
+            .ok_or_else(ovf)?;
         let hi = d
-            .checked_add(last)
+            .checked_add(last.max(0))
             .and_then(|x| x.checked_add(old.ub))
             .ok_or_else(ovf)?;
         self.widen(lo, hi);
@@ -583,7 +591,11 @@ mod tests {
         let r = Layout::resized(&int(), -4, 16).unwrap();
         assert_eq!((r.lb, r.extent(), r.true_bounds()), (-4, 16, (0, 4)));
         assert!(r.dense().is_none());
-        assert!(Layout::resized(&int(), 0, -4).is_err());
+        let n = Layout::resized(&int(), 0, -4).unwrap();
+        assert_eq!((n.lb, n.extent_signed(), n.extent()), (0, -4, 0));
+        // Copies of a negative-extent type go down: ints at 0, -4, -8.
+        let c = Layout::contiguous(3, &n).unwrap();
+        assert_eq!((c.lb, c.ub, c.true_bounds(), c.size), (-8, -4, (-8, 4), 12));
         // Two items of the resized type: ints 16 bytes apart.
         let c = Layout::contiguous(2, &r).unwrap();
         assert_eq!((c.lb, c.extent(), c.true_bounds()), (-4, 32, (0, 20)));

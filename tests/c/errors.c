@@ -246,6 +246,14 @@ int main(int argc, char **argv)
         MPI_Aint epos = 0;
         expect("MPI_Pack_external outsize too small",
                MPI_Pack_external("external32", sbuf, 4, MPI_INT, rbuf, 15, &epos), MPI_ERR_TRUNCATE);
+#ifdef HCOMM_MPI_H
+        /* hcomm packs types with a negative extent but does not communicate them */
+        MPI_Datatype neg;
+        MPI_Type_create_resized(MPI_INT, 0, -4, &neg);
+        MPI_Type_commit(&neg);
+        expect("MPI_Bcast type with a negative extent", MPI_Bcast(rbuf, 1, neg, 0, MPI_COMM_WORLD), MPI_ERR_TYPE);
+        MPI_Type_free(&neg);
+#endif
 #ifndef REF_OMPI /* Open MPI 4.1.4 accepts any datarep string */
         epos = 0;
         expect("MPI_Pack_external datarep=native", MPI_Pack_external("native", sbuf, 1, MPI_INT, rbuf, 64, &epos),

@@ -37,7 +37,7 @@ fn build(dims: &[(usize, Ranges)], order: Order, old: &Layout) -> Result<Layout,
     if order == Order::C {
         fastest_first.reverse();
     }
-    let ext = old.extent() as isize;
+    let ext = old.extent_signed();
     let mut t: Option<Layout> = None;
     let mut stride = ext;
     for (size, ranges) in fastest_first {

@@ -9,7 +9,7 @@
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::sync::Arc;
 
-use super::{comm_of, count_arg, type_arg, Count};
+use super::{comm_of, count_arg, packing_type_arg, Count};
 use crate::abi::{guard, handles as h, out};
 use crate::error::{Class, Error, Result};
 use crate::runtime;
@@ -17,7 +17,7 @@ use crate::typemap::Layout;
 
 /// The layout of a committed datatype argument (packing needs a committed type).
 fn packable(dt: c_int) -> Result<Arc<Layout>> {
-    let t = type_arg(dt, "datatype")?;
+    let t = packing_type_arg(dt, "datatype")?;
     h::layout(t.handle).ok_or_else(|| Error::intern("a valid datatype has no layout"))
 }
 

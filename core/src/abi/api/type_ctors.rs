@@ -114,7 +114,7 @@ pub unsafe fn type_create_indexed_block(
         let (comb, unit) = if bytes {
             (combiner::HINDEXED_BLOCK, 1)
         } else {
-            (combiner::INDEXED_BLOCK, l.extent() as isize)
+            (combiner::INDEXED_BLOCK, l.extent_signed())
         };
         let made = Made::new(comb, name).counts([count, blocklength]);
         let made = if bytes {

@@ -66,7 +66,7 @@ pub unsafe fn type_bound(name: &'static str, datatype: c_int, b: Bound, v: *mut 
         let x = match b {
             Bound::Lb => l.lb,
             Bound::Ub => l.ub,
-            Bound::Extent => l.extent() as isize,
+            Bound::Extent => l.extent_signed(),
         };
         out(v, "displacement", x as i64)
     })

@@ -42,8 +42,18 @@ enum Kind {
 }
 
 /// Resolves a datatype argument of a communication call: NULL, unknown, freed and uncommitted
-/// types are `MPI_ERR_TYPE`.
+/// types, and types with a negative extent, are `MPI_ERR_TYPE`.
 pub(crate) fn type_arg(dt: c_int, what: &str) -> Result<TypeArg> {
+    checked_type(dt, what, false)
+}
+
+/// [`type_arg`] for packing, which also takes types with a negative extent (every buffer
+/// computation of the communication paths assumes a non-negative one).
+pub(crate) fn packing_type_arg(dt: c_int, what: &str) -> Result<TypeArg> {
+    checked_type(dt, what, true)
+}
+
+fn checked_type(dt: c_int, what: &str, allow_negative_extent: bool) -> Result<TypeArg> {
     if dt == h::DATATYPE_NULL {
         return Err(Error::new(
             Class::Type,
@@ -66,6 +76,15 @@ pub(crate) fn type_arg(dt: c_int, what: &str) -> Result<TypeArg> {
         return Err(Error::new(
             Class::Type,
             format!("{what} 0x{dt:x} is not committed (call MPI_Type_commit first)"),
+        ));
+    }
+    if !allow_negative_extent && t.layout.extent_signed() < 0 {
+        return Err(Error::new(
+            Class::Type,
+            format!(
+                "{what} 0x{dt:x} has a negative extent ({}): hcomm does not communicate such types (MPI_Pack them instead)",
+                t.layout.extent_signed()
+            ),
         ));
     }
     Ok(TypeArg {

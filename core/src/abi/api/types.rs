@@ -142,7 +142,7 @@ pub unsafe fn type_indexed<T: Copy + Into<i64>>(
             .ty(old);
         register(
             newtype,
-            Layout::indexed(blocks.into_iter(), l.extent() as isize, &l),
+            Layout::indexed(blocks.into_iter(), l.extent_signed(), &l),
             made,
         )
     })
@@ -253,7 +253,7 @@ pub unsafe fn type_get_extent<T: TryFrom<isize>>(
             T::try_from(v).map_err(|_| Error::new(Class::Count, "the value does not fit"))
         };
         out(lb, "lb", conv(l.lb)?)?;
-        out(extent, "extent", conv(l.extent() as isize)?)
+        out(extent, "extent", conv(l.extent_signed())?)
     })
 }
 
