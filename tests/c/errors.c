@@ -13,6 +13,9 @@
  * sessions; the output handle keeps its value.
  * Nonblocking and persistent starting calls also leave the request argument unwritten;
  * MPI_Start of MPI_REQUEST_NULL or of an active request -> MPI_ERR_REQUEST.
+ *   datatype constructors: negative count -> MPI_ERR_COUNT, negative block length, subarray
+ *   out of bounds, bad order, darray grid not of size -> MPI_ERR_ARG; an uncommitted type in
+ *   Bcast or Pack -> MPI_ERR_TYPE; Pack/Unpack(_external) past the buffer -> MPI_ERR_TRUNCATE
  * Mode "fatal" (argv[1]): under the default MPI_ERRORS_ARE_FATAL, rank 1 (rank 0 when alone)
  * calls MPI_Allreduce with count -1 while the others make a valid call; the job must end
  * quickly with a non-zero status, and stderr must name MPI_Allreduce, the count and the rank
@@ -59,6 +62,7 @@ static const char *class_name(int c)
     if (c == MPI_ERR_RANK) return "MPI_ERR_RANK";
     if (c == MPI_ERR_TOPOLOGY) return "MPI_ERR_TOPOLOGY";
     if (c == MPI_ERR_DIMS) return "MPI_ERR_DIMS";
+    if (c == MPI_ERR_TRUNCATE) return "MPI_ERR_TRUNCATE";
     if (c == MPI_ERR_OTHER) return "MPI_ERR_OTHER";
     if (c == MPI_ERR_INTERN) return "MPI_ERR_INTERN";
     return "(other)";
@@ -380,6 +384,68 @@ int main(int argc, char **argv)
     expect("MPI_Allreduce datatype=0x12345",
            MPI_Allreduce(sbuf, rbuf, N, (MPI_Datatype)0x12345, MPI_SUM, MPI_COMM_WORLD), MPI_ERR_TYPE);
 #endif
+
+    /* derived datatypes and packing: outputs point into rbuf, so a rejected call that wrote
+     * its new handle or packed bytes is caught */
+    {
+        MPI_Datatype *nt = (MPI_Datatype *)rbuf;
+        expect("MPI_Type_create_hvector count=-1", MPI_Type_create_hvector(-1, 1, 8, MPI_INT, nt), MPI_ERR_COUNT);
+        expect("MPI_Type_create_resized MPI_DATATYPE_NULL", MPI_Type_create_resized(MPI_DATATYPE_NULL, 0, 4, nt),
+               MPI_ERR_TYPE);
+        int bl[2] = { 1, -1 };
+        MPI_Aint hd[2] = { 0, 8 };
+        expect("MPI_Type_create_hindexed blocklength=-1", MPI_Type_create_hindexed(2, bl, hd, MPI_INT, nt),
+               MPI_ERR_ARG);
+        int sz[2] = { 4, 5 }, sub[2] = { 2, 3 }, st[2] = { 3, 0 };
+        expect("MPI_Type_create_subarray start+subsize > size",
+               MPI_Type_create_subarray(2, sz, sub, st, MPI_ORDER_C, MPI_INT, nt), MPI_ERR_ARG);
+        sub[0] = 5;
+        st[0] = 0;
+        expect("MPI_Type_create_subarray subsize > size",
+               MPI_Type_create_subarray(2, sz, sub, st, MPI_ORDER_C, MPI_INT, nt), MPI_ERR_ARG);
+        sub[0] = 2;
+        expect("MPI_Type_create_subarray bad order", MPI_Type_create_subarray(2, sz, sub, st, 1234, MPI_INT, nt),
+               MPI_ERR_ARG);
+        int gs[1] = { 10 }, di[1] = { MPI_DISTRIBUTE_BLOCK }, da[1] = { MPI_DISTRIBUTE_DFLT_DARG },
+            ps[1] = { size + 1 };
+        expect("MPI_Type_create_darray psizes do not multiply to size",
+               MPI_Type_create_darray(size, rank, 1, gs, di, da, ps, MPI_ORDER_C, MPI_INT, nt), MPI_ERR_ARG);
+        /* an uncommitted type in communication and packing */
+        MPI_Datatype v;
+        MPI_Type_vector(2, 1, 2, MPI_INT, &v);
+        expect("MPI_Bcast uncommitted type", MPI_Bcast(rbuf, 1, v, 0, MPI_COMM_WORLD), MPI_ERR_TYPE);
+        int pos = 0;
+        expect("MPI_Pack uncommitted type", MPI_Pack(sbuf, 1, v, rbuf, 64, &pos, MPI_COMM_WORLD), MPI_ERR_TYPE);
+        MPI_Type_commit(&v);
+        pos = 0;
+        expect("MPI_Pack incount=-1", MPI_Pack(sbuf, -1, v, rbuf, 64, &pos, MPI_COMM_WORLD), MPI_ERR_COUNT);
+        MPI_Type_free(&v);
+        pos = 0;
+        expect("MPI_Pack outsize too small", MPI_Pack(sbuf, 4, MPI_INT, rbuf, 15, &pos, MPI_COMM_WORLD),
+               MPI_ERR_TRUNCATE);
+        char packed[16] = { 0 };
+        pos = 0;
+        expect("MPI_Unpack insize too small", MPI_Unpack(packed, 8, &pos, rbuf, 4, MPI_INT, MPI_COMM_WORLD),
+               MPI_ERR_TRUNCATE);
+        MPI_Aint epos = 0;
+        expect("MPI_Pack_external outsize too small",
+               MPI_Pack_external("external32", sbuf, 4, MPI_INT, rbuf, 15, &epos), MPI_ERR_TRUNCATE);
+#ifdef HCOMM_MPI_H
+        /* hcomm packs types with a negative extent but does not communicate them */
+        MPI_Datatype neg;
+        MPI_Type_create_resized(MPI_INT, 0, -4, &neg);
+        MPI_Type_commit(&neg);
+        expect("MPI_Bcast type with a negative extent", MPI_Bcast(rbuf, 1, neg, 0, MPI_COMM_WORLD), MPI_ERR_TYPE);
+        MPI_Type_free(&neg);
+#endif
+#ifndef REF_OMPI /* Open MPI 4.1.4 accepts any datarep string */
+        epos = 0;
+        expect("MPI_Pack_external datarep=native", MPI_Pack_external("native", sbuf, 1, MPI_INT, rbuf, 64, &epos),
+               MPI_ERR_ARG);
+        expect("MPI_Type_get_contents of MPI_INT",
+               MPI_Type_get_contents(MPI_INT, 0, 0, 1, NULL, NULL, (MPI_Datatype *)rbuf), MPI_ERR_TYPE);
+#endif
+    }
 
     /* ops */
     expect("MPI_Allreduce MPI_OP_NULL", MPI_Allreduce(sbuf, rbuf, N, MPI_INT, MPI_OP_NULL, MPI_COMM_WORLD),

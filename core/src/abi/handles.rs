@@ -238,6 +238,28 @@ const INDEX_MASK: i32 = 0x03ff_ffff;
 pub struct UserType {
     pub layout: Arc<Layout>,
     committed: AtomicBool,
+    /// How it was made (`MPI_Type_get_envelope` / `MPI_Type_get_contents`).
+    pub contents: Contents,
+}
+
+/// The constructor call of a derived datatype, as `MPI_Type_get_contents` returns it:
+/// integer arguments, address arguments, `MPI_Count` arguments (the `_c` constructors put
+/// counts and displacements there) and input datatypes.
+#[derive(Debug, Default)]
+pub struct Contents {
+    /// `MPI_COMBINER_*` (MPICH's values).
+    pub combiner: i32,
+    pub ints: Vec<i64>,
+    pub addrs: Vec<i64>,
+    pub large: Vec<i64>,
+    /// Input types; a user-defined one is kept alive here (the program may free its handle).
+    pub types: Vec<TypeRef>,
+}
+
+#[derive(Debug, Clone)]
+pub enum TypeRef {
+    Named(i32),
+    User(Arc<UserType>),
 }
 
 impl UserType {
@@ -304,10 +326,23 @@ pub fn layout(h: i32) -> Option<Arc<Layout>> {
 
 /// Registers a new (uncommitted) datatype; `None` when the handle space is exhausted.
 pub fn add_type(layout: Layout) -> Option<i32> {
+    add_type_with(Arc::new(layout), Contents::default(), false)
+}
+
+/// Registers a new datatype made by `contents`, committed or not (`MPI_Type_dup` keeps the
+/// committed state).
+pub fn add_type_with(layout: Arc<Layout>, contents: Contents, committed: bool) -> Option<i32> {
     let t = Arc::new(UserType {
-        layout: Arc::new(layout),
-        committed: AtomicBool::new(false),
+        layout,
+        committed: AtomicBool::new(committed),
+        contents,
     });
+    TYPES.lock().add(t, USER_TYPE_BASE)
+}
+
+/// A new handle for an existing user type (`MPI_Type_get_contents` hands out input types
+/// this way; the program frees the handle, the type lives on where it is used).
+pub fn add_type_ref(t: Arc<UserType>) -> Option<i32> {
     TYPES.lock().add(t, USER_TYPE_BASE)
 }
 

@@ -35,6 +35,10 @@ mod sessions;
 mod topo_args;
 mod persistent;
 mod plan;
+mod pack;
+mod type_contents;
+mod type_ctors;
+mod type_queries;
 mod typearg;
 mod types;
 pub mod unsupported;
@@ -58,6 +62,11 @@ pub use p2p::*;
 pub use sessions::*;
 #[allow(unused_imports)]
 pub use persistent::*;
+#[allow(unused_imports)]
+pub use pack::*;
+pub use type_contents::*;
+pub use type_ctors::*;
+pub use type_queries::*;
 pub(crate) use typearg::*;
 #[allow(unused_imports)]
 pub use types::*;
