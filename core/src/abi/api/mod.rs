@@ -18,19 +18,24 @@ use crate::frame::{Kind, Signature};
 use crate::runtime;
 
 pub mod attributes;
+mod buffered;
 mod coll;
 mod coll2;
 mod comm;
 mod env;
 mod groups;
 pub mod info;
+mod isendrecv;
 mod local_queries;
+mod matched;
 mod nb;
 mod p2p;
+mod send_modes;
 mod typearg;
 mod types;
 pub mod unsupported;
 
+pub use buffered::*;
 pub use coll::*;
 #[allow(unused_imports)]
 pub use coll2::*;
@@ -38,11 +43,14 @@ pub use comm::*;
 pub use env::*;
 #[allow(unused_imports)]
 pub use groups::*;
+pub use isendrecv::*;
 pub use local_queries::*;
+pub use matched::*;
 #[allow(unused_imports)]
 pub use nb::*;
 #[allow(unused_imports)]
 pub use p2p::*;
+pub use send_modes::*;
 pub(crate) use typearg::*;
 #[allow(unused_imports)]
 pub use types::*;

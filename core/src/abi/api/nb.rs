@@ -45,7 +45,7 @@ const UNDEFINED: c_int = -32766;
 
 /// Carries staged buffers (raw pointers into the caller's memory or staging memory) into the
 /// completion closure, which may run on the progress thread.
-struct Unsent<T>(T);
+pub(crate) struct Unsent<T>(pub(crate) T);
 
 // SAFETY: the wrapped values are staging descriptors owned by exactly one request; MPI
 // forbids the caller to touch the buffers they point into until the request completes, and
@@ -54,13 +54,13 @@ unsafe impl<T> Send for Unsent<T> {}
 
 impl<T> Unsent<T> {
     /// The value (a method, so a closure captures the whole wrapper, not its field).
-    fn take(self) -> T {
+    pub(crate) fn take(self) -> T {
         self.0
     }
 }
 
 /// The request output argument: checked before anything starts.
-fn req_arg(req: *mut c_int) -> Result<()> {
+pub(crate) fn req_arg(req: *mut c_int) -> Result<()> {
     if req.is_null() {
         return Err(Error::new(Class::Arg, "request is NULL"));
     }
@@ -68,7 +68,7 @@ fn req_arg(req: *mut c_int) -> Result<()> {
 }
 
 /// Registers a started request and writes its handle.
-fn publish(r: Arc<Request>, req: *mut c_int) -> Result<()> {
+pub(crate) fn publish(r: Arc<Request>, req: *mut c_int) -> Result<()> {
     let h = request::insert(r.clone())?;
     // SAFETY: `req` is non-NULL (req_arg) and points to the caller's MPI_Request.
     unsafe { req.write(h) };
@@ -533,6 +533,32 @@ pub unsafe fn isend(
     comm: c_int,
     req: *mut c_int,
 ) -> c_int {
+    isend_in_mode(
+        name,
+        buf,
+        count,
+        dt,
+        dest,
+        tag,
+        comm,
+        req,
+        p2p::Mode::Standard,
+    )
+}
+
+/// `MPI_Isend` or `MPI_Issend`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn isend_in_mode(
+    name: &'static str,
+    buf: *const c_void,
+    count: Count,
+    dt: c_int,
+    dest: c_int,
+    tag: c_int,
+    comm: c_int,
+    req: *mut c_int,
+    mode: p2p::Mode,
+) -> c_int {
     guard(name, Some(comm), || {
         host_only(&[buf])?;
         let c = comm_of(runtime::get()?, comm)?;
@@ -544,7 +570,7 @@ pub unsafe fn isend(
         let r = match dest {
             Some(dest) => {
                 let keep: Box<dyn Send> = Box::new(Unsent(staged));
-                let op = p2p::isend(c, dest, tag, &msg, Some(keep))?;
+                let op = p2p::isend(c, dest, tag, &msg, mode, Some(keep))?;
                 Request::new(name, comm, false, ep, Box::new(op))
             }
             None => Request::completed(name, comm, ep, Completion::empty()),
