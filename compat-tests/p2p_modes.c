@@ -149,6 +149,8 @@ static void ssend_to_root(void)
     MPI_Test(&q, &flag, MPI_STATUS_IGNORE);
     CHECK(flag, "Issend to MPI_PROC_NULL not complete at once");
     free(buf);
+    /* Rank 0 receives ANY_TAG: the next section's messages must not reach it before. */
+    MPI_Barrier(MPI_COMM_WORLD);
 }
 
 static void buffered(void)
