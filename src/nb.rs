@@ -306,6 +306,9 @@ export_mpi_functions! {
     fn MPI_Testsome / PMPI_Testsome(incount: c_int, array_of_requests: *mut Request, outcount: *mut c_int, array_of_indices: *mut c_int, array_of_statuses: *mut Status) -> c_int => api::testsome;
     fn MPI_Request_free / PMPI_Request_free(request: *mut Request) -> c_int => api::request_free;
     fn MPI_Request_get_status / PMPI_Request_get_status(request: Request, flag: *mut c_int, status: *mut Status) -> c_int => api::request_get_status;
+    fn MPI_Request_get_status_any / PMPI_Request_get_status_any(count: c_int, array_of_requests: *const Request, index: *mut c_int, flag: *mut c_int, status: *mut Status) -> c_int => api::request_get_status_any;
+    fn MPI_Request_get_status_all / PMPI_Request_get_status_all(count: c_int, array_of_requests: *const Request, flag: *mut c_int, array_of_statuses: *mut Status) -> c_int => api::request_get_status_all;
+    fn MPI_Request_get_status_some / PMPI_Request_get_status_some(incount: c_int, array_of_requests: *const Request, outcount: *mut c_int, array_of_indices: *mut c_int, array_of_statuses: *mut Status) -> c_int => api::request_get_status_some;
     fn MPI_Cancel / PMPI_Cancel(request: *mut Request) -> c_int => api::cancel;
     fn MPI_Test_cancelled / PMPI_Test_cancelled(status: *const Status, flag: *mut c_int) -> c_int => api::test_cancelled;
     fn MPI_Ibarrier / PMPI_Ibarrier(comm: Comm, request: *mut Request) -> c_int => ibarrier;

@@ -273,9 +273,6 @@ hcomm_core::export_unsupported_mpi_functions! {
     fn MPI_Remove_error_class / PMPI_Remove_error_class(errorclass: c_int) => On::Process;
     fn MPI_Remove_error_code / PMPI_Remove_error_code(errorcode: c_int) => On::Process;
     fn MPI_Remove_error_string / PMPI_Remove_error_string(errorcode: c_int) => On::Process;
-    fn MPI_Request_get_status_all / PMPI_Request_get_status_all(count: c_int, array_of_requests: *mut c_void, flag: *mut c_void, array_of_statuses: *mut c_void) => On::Process;
-    fn MPI_Request_get_status_any / PMPI_Request_get_status_any(count: c_int, array_of_requests: *mut c_void, index: *mut c_void, flag: *mut c_void, status: *mut c_void) => On::Process;
-    fn MPI_Request_get_status_some / PMPI_Request_get_status_some(incount: c_int, array_of_requests: *mut c_void, outcount: *mut c_void, array_of_indices: *mut c_void, array_of_statuses: *mut c_void) => On::Process;
     fn MPI_Rget / PMPI_Rget(origin_addr: *mut c_void, origin_count: c_int, origin_datatype: c_int, target_rank: c_int, target_disp: i64, target_count: c_int, target_datatype: c_int, win: c_int, request: *mut c_void) => On::Win;
     fn MPI_Rget_accumulate / PMPI_Rget_accumulate(origin_addr: *mut c_void, origin_count: c_int, origin_datatype: c_int, result_addr: *mut c_void, result_count: c_int, result_datatype: c_int, target_rank: c_int, target_disp: i64, target_count: c_int, target_datatype: c_int, op: c_int, win: c_int, request: *mut c_void) => On::Win;
     fn MPI_Rget_accumulate_c / PMPI_Rget_accumulate_c(origin_addr: *mut c_void, origin_count: i64, origin_datatype: c_int, result_addr: *mut c_void, result_count: i64, result_datatype: c_int, target_rank: c_int, target_disp: i64, target_count: i64, target_datatype: c_int, op: c_int, win: c_int, request: *mut c_void) => On::Win;
