@@ -1,4 +1,5 @@
-//! Point-to-point messaging: `MPI_Send`, `MPI_Recv`, `MPI_Sendrecv`, `MPI_Probe`.
+//! Point-to-point messaging: `MPI_Send`, `MPI_Recv`, `MPI_Sendrecv`, `MPI_Probe`, the
+//! synchronous mode ([`Mode`]), matched probe ([`Matched`]) and `MPI_Isendrecv` ([`SendrecvOp`]).
 //!
 //! A message travels as one or more [`Kind::P2p`](crate::frame::Kind) frames over the same
 //! links as collective frames (the header fields are described in [`crate::frame`]). The first
@@ -42,6 +43,14 @@
 //! lock over all the posted receives in posting order, a blocking receive last; so an `Irecv`
 //! is never overtaken by a later receive, whoever does the matching. A posted receive that has
 //! claimed nothing can be cancelled.
+//!
+//! Synchronous mode (`MPI_Ssend`, `MPI_Issend`): the first fragment carries
+//! [`FLAG_SYNC`]; whichever receive or matched probe claims the message owes the sender an
+//! acknowledgement ([`FrameHeader::p2p_ack`]). The claim happens under the source's lock, where
+//! nothing may be sent (the message may be the rank's own, or the link full), so the
+//! acknowledgement is queued on the endpoint and sent right after the matching pass, or by
+//! the next wait of any kind (every [`drive`] and progress loop flushes what is owed). The send
+//! completes when every fragment is out and the acknowledgement is in.
 //!
 //! Waiting uses the engine's spin-then-sleep loop ([`crate::engine::drive`]) on the rank's
 //! doorbell. Nothing here holds a lock across a wait, so threads may send and receive
@@ -952,6 +961,76 @@ mod tests {
                 );
             }
         }
+    }
+
+    fn bytes_msg(data: &[u8]) -> Outgoing {
+        Outgoing {
+            buf: data.as_ptr(),
+            len: data.len(),
+            mpi_bytes: data.len() as u64,
+            dtype: 0,
+        }
+    }
+
+    /// `MPI_Issend` to oneself: not complete however often it is stepped until a receive
+    /// matches it (the acknowledgement then comes through the rank's own queue).
+    #[test]
+    fn synchronous_send_completes_only_after_the_match() {
+        let ep = Arc::new(Endpoint::singleton());
+        let comm = Arc::new(Comm::new(0x5359, 0, vec![0], ep, 0));
+        let data = [7u8; 3];
+        let mut op = isend(
+            comm.clone(),
+            0,
+            4,
+            &bytes_msg(&data),
+            Mode::Synchronous,
+            None,
+        )
+        .unwrap();
+        for _ in 0..100 {
+            assert_eq!(op.poll(true).unwrap(), Step::Idle);
+        }
+        // A probe does not match.
+        assert!(probe(&comm, Source::Any, None, false).unwrap().is_some());
+        assert_eq!(op.poll(true).unwrap(), Step::Idle);
+        let mut out = [0u8; 3];
+        let into = Incoming {
+            buf: out.as_mut_ptr(),
+            cap: 3,
+            dt: Datatype::new(ElemType::Byte, 1, 1),
+        };
+        recv(&comm, Source::Rank(0), Some(4), &into).unwrap();
+        assert_eq!(out, data);
+        assert_eq!(op.poll(false).unwrap(), Step::Done);
+        // The acknowledgement is no message.
+        assert!(probe(&comm, Source::Any, None, false).unwrap().is_none());
+    }
+
+    /// A matched probe takes its message out of matching: probes and receives see the next.
+    #[test]
+    fn matched_probe_removes_the_message_from_matching() {
+        let ep = Arc::new(Endpoint::singleton());
+        let comm = Arc::new(Comm::new(0x4d50, 0, vec![0], ep, 0));
+        let (a, b) = ([1u8, 2, 3], [4u8, 5, 6, 7, 8]);
+        send(&comm, 0, 7, &bytes_msg(&a), Mode::Standard).unwrap();
+        send(&comm, 0, 7, &bytes_msg(&b), Mode::Standard).unwrap();
+        let m = mprobe(&comm, Source::Any, None, true).unwrap().unwrap();
+        assert_eq!(m.envelope().mpi_bytes, 3);
+        let env = probe(&comm, Source::Any, None, false).unwrap().unwrap();
+        assert_eq!(env.mpi_bytes, 5);
+        let byte = Datatype::new(ElemType::Byte, 1, 1);
+        let mut out = [0u8; 8];
+        let into = Incoming {
+            buf: out.as_mut_ptr(),
+            cap: 8,
+            dt: byte,
+        };
+        let r = recv(&comm, Source::Any, Some(7), &into).unwrap();
+        assert_eq!((r.bytes, &out[..5]), (5, &b[..]));
+        assert!(mprobe(&comm, Source::Any, None, false).unwrap().is_none());
+        let r = mrecv(m, &into).unwrap();
+        assert_eq!((r.bytes, r.truncated, &out[..3]), (3, false, &a[..]));
     }
 
     #[test]
