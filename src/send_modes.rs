@@ -193,6 +193,32 @@ unsafe fn buffer_flush() -> c_int {
     api::buffer_flush("MPI_Buffer_flush")
 }
 
+unsafe fn comm_attach_buffer(comm: Comm, buffer: *mut c_void, size: c_int) -> c_int {
+    api::comm_attach_buffer("MPI_Comm_attach_buffer", comm, buffer, size as Count)
+}
+unsafe fn comm_attach_buffer_c(comm: Comm, buffer: *mut c_void, size: Count) -> c_int {
+    api::comm_attach_buffer("MPI_Comm_attach_buffer_c", comm, buffer, size)
+}
+unsafe fn comm_detach_buffer(comm: Comm, buffer_addr: *mut c_void, size: *mut c_int) -> c_int {
+    api::comm_detach_buffer(
+        "MPI_Comm_detach_buffer",
+        comm,
+        buffer_addr,
+        CountOut::Int(size),
+    )
+}
+unsafe fn comm_detach_buffer_c(comm: Comm, buffer_addr: *mut c_void, size: *mut Count) -> c_int {
+    api::comm_detach_buffer(
+        "MPI_Comm_detach_buffer_c",
+        comm,
+        buffer_addr,
+        CountOut::Long(size),
+    )
+}
+unsafe fn comm_flush_buffer(comm: Comm) -> c_int {
+    api::comm_flush_buffer("MPI_Comm_flush_buffer", comm)
+}
+
 export_mpi_functions! {
     fn MPI_Rsend / PMPI_Rsend(buf: *const c_void, count: c_int, datatype: Datatype, dest: c_int, tag: c_int, comm: Comm) -> c_int => rsend;
     fn MPI_Rsend_c / PMPI_Rsend_c(buf: *const c_void, count: Count, datatype: Datatype, dest: c_int, tag: c_int, comm: Comm) -> c_int => rsend_c;
@@ -213,4 +239,9 @@ export_mpi_functions! {
     fn MPI_Buffer_detach / PMPI_Buffer_detach(buffer_addr: *mut c_void, size: *mut c_int) -> c_int => buffer_detach;
     fn MPI_Buffer_detach_c / PMPI_Buffer_detach_c(buffer_addr: *mut c_void, size: *mut Count) -> c_int => buffer_detach_c;
     fn MPI_Buffer_flush / PMPI_Buffer_flush() -> c_int => buffer_flush;
+    fn MPI_Comm_attach_buffer / PMPI_Comm_attach_buffer(comm: Comm, buffer: *mut c_void, size: c_int) -> c_int => comm_attach_buffer;
+    fn MPI_Comm_attach_buffer_c / PMPI_Comm_attach_buffer_c(comm: Comm, buffer: *mut c_void, size: Count) -> c_int => comm_attach_buffer_c;
+    fn MPI_Comm_detach_buffer / PMPI_Comm_detach_buffer(comm: Comm, buffer_addr: *mut c_void, size: *mut c_int) -> c_int => comm_detach_buffer;
+    fn MPI_Comm_detach_buffer_c / PMPI_Comm_detach_buffer_c(comm: Comm, buffer_addr: *mut c_void, size: *mut Count) -> c_int => comm_detach_buffer_c;
+    fn MPI_Comm_flush_buffer / PMPI_Comm_flush_buffer(comm: Comm) -> c_int => comm_flush_buffer;
 }

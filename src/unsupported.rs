@@ -47,16 +47,11 @@ hcomm_core::export_unsupported_mpi_functions! {
     fn MPI_Cartdim_get / PMPI_Cartdim_get(comm: c_int, ndims: *mut c_void) => On::Comm(comm);
     fn MPI_Close_port / PMPI_Close_port(port_name: *mut c_void) => On::Process;
     fn MPI_Comm_accept / PMPI_Comm_accept(port_name: *mut c_void, info: c_int, root: c_int, comm: c_int, newcomm: *mut c_void) => On::Comm(comm);
-    fn MPI_Comm_attach_buffer / PMPI_Comm_attach_buffer(comm: c_int, buffer: *mut c_void, size: c_int) => On::Comm(comm);
-    fn MPI_Comm_attach_buffer_c / PMPI_Comm_attach_buffer_c(comm: c_int, buffer: *mut c_void, size: i64) => On::Comm(comm);
     fn MPI_Comm_connect / PMPI_Comm_connect(port_name: *mut c_void, info: c_int, root: c_int, comm: c_int, newcomm: *mut c_void) => On::Comm(comm);
     fn MPI_Comm_create_from_group / PMPI_Comm_create_from_group(group: c_int, stringtag: *mut c_void, info: c_int, errhandler: c_int, newcomm: *mut c_void) => On::Process;
     fn MPI_Comm_create_group / PMPI_Comm_create_group(comm: c_int, group: c_int, tag: c_int, newcomm: *mut c_void) => On::Comm(comm);
-    fn MPI_Comm_detach_buffer / PMPI_Comm_detach_buffer(comm: c_int, buffer_addr: *mut c_void, size: *mut c_void) => On::Comm(comm);
-    fn MPI_Comm_detach_buffer_c / PMPI_Comm_detach_buffer_c(comm: c_int, buffer_addr: *mut c_void, size: *mut c_void) => On::Comm(comm);
     fn MPI_Comm_disconnect / PMPI_Comm_disconnect(comm: *mut c_void) => On::Process;
     fn MPI_Comm_dup_with_info / PMPI_Comm_dup_with_info(comm: c_int, info: c_int, newcomm: *mut c_void) => On::Comm(comm);
-    fn MPI_Comm_flush_buffer / PMPI_Comm_flush_buffer(comm: c_int) => On::Comm(comm);
     fn MPI_Comm_idup / PMPI_Comm_idup(comm: c_int, newcomm: *mut c_void, request: *mut c_void) => On::Comm(comm);
     fn MPI_Comm_idup_with_info / PMPI_Comm_idup_with_info(comm: c_int, info: c_int, newcomm: *mut c_void, request: *mut c_void) => On::Comm(comm);
     fn MPI_Comm_iflush_buffer / PMPI_Comm_iflush_buffer(comm: c_int, request: *mut c_void) => On::Comm(comm);

@@ -1,5 +1,6 @@
 //! Buffered mode: `MPI_Bsend`, `MPI_Ibsend`, `MPI_Buffer_attach`, `MPI_Buffer_detach`,
-//! `MPI_Buffer_flush` (and the `_c` forms).
+//! `MPI_Buffer_flush`, and MPI 4.1's per-communicator `MPI_Comm_attach_buffer`,
+//! `MPI_Comm_detach_buffer`, `MPI_Comm_flush_buffer` (and the `_c` forms).
 //!
 //! A buffered send copies its message (packed, for derived datatypes) into the buffer the
 //! process attached and starts a standard send from that copy, so it returns at once and the
@@ -7,8 +8,9 @@
 //! bytes of the attached buffer (what MPI tells programs to reserve; the overhead itself holds
 //! nothing here) until its send completes; the sends join the progress engine's active list,
 //! so they advance while the caller does anything else. A message that does not fit in the
-//! free space is `MPI_ERR_BUFFER`. `MPI_Buffer_detach` and `MPI_Buffer_flush` wait until every
-//! buffered message has been sent.
+//! free space is `MPI_ERR_BUFFER`. Detaching and flushing wait until every message buffered
+//! there has been sent. A buffered send uses its communicator's buffer when one is attached,
+//! else the process's (MPI 4.1 §3.6; hcomm has no sessions).
 #![allow(clippy::missing_safety_doc)]
 
 use std::ffi::{c_int, c_void};
@@ -37,7 +39,7 @@ struct Attached {
 }
 
 // SAFETY: `base` is the memory the user attached, handed back by detach; MPI forbids the user
-// to touch it meanwhile, and all access goes through the `BUFFER` lock.
+// to touch it meanwhile, and all access goes through the `BUFFERS` lock.
 unsafe impl Send for Attached {}
 
 impl Attached {
@@ -77,7 +79,28 @@ impl Attached {
     }
 }
 
-static BUFFER: Mutex<Option<Attached>> = Mutex::new(None);
+/// Whose buffer: the process's, or a communicator's (by its id).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Owner {
+    Process,
+    Comm(u64),
+}
+
+/// The attached buffers.
+static BUFFERS: Mutex<Vec<(Owner, Attached)>> = Mutex::new(Vec::new());
+
+fn attached(list: &mut [(Owner, Attached)], owner: Owner) -> Option<&mut Attached> {
+    list.iter_mut().find(|(o, _)| *o == owner).map(|(_, a)| a)
+}
+
+/// The owner of the buffer a communicator's buffered sends use.
+fn owner_for(list: &[(Owner, Attached)], comm_id: u64) -> Owner {
+    if list.iter().any(|(o, _)| *o == Owner::Comm(comm_id)) {
+        Owner::Comm(comm_id)
+    } else {
+        Owner::Process
+    }
+}
 
 /// Copies `msg` into the attached buffer and starts its send; the send's request.
 fn buffer_and_send(
@@ -88,8 +111,9 @@ fn buffer_and_send(
     tag: u32,
     msg: &Outgoing,
 ) -> Result<()> {
-    let mut g = BUFFER.lock();
-    let Some(a) = g.as_mut() else {
+    let mut g = BUFFERS.lock();
+    let owner = owner_for(&g, c.id);
+    let Some(a) = attached(&mut g, owner) else {
         return Err(Error::new(
             Class::Buffer,
             format!(
@@ -195,31 +219,50 @@ pub unsafe fn ibsend(
 pub unsafe fn buffer_attach(name: &'static str, buffer: *mut c_void, size: Count) -> c_int {
     guard(name, None, || {
         runtime::get()?;
-        let size = usize::try_from(size)
-            .map_err(|_| Error::new(Class::Arg, format!("size is negative ({size})")))?;
-        if buffer.is_null() && size > 0 {
-            return Err(Error::new(
-                Class::Buffer,
-                "buffer is NULL but the size is not zero",
-            ));
-        }
-        let mut g = BUFFER.lock();
-        if let Some(a) = g.as_ref() {
-            return Err(Error::new(
-                Class::Buffer,
-                format!(
-                    "a buffer of {} bytes is already attached (MPI_Buffer_detach it first)",
-                    a.size
-                ),
-            ));
-        }
-        *g = Some(Attached {
+        attach(Owner::Process, buffer, size)
+    })
+}
+
+pub unsafe fn comm_attach_buffer(
+    name: &'static str,
+    comm: c_int,
+    buffer: *mut c_void,
+    size: Count,
+) -> c_int {
+    guard(name, Some(comm), || {
+        let c = comm_of(runtime::get()?, comm)?;
+        attach(Owner::Comm(c.id), buffer, size)
+    })
+}
+
+fn attach(owner: Owner, buffer: *mut c_void, size: Count) -> Result<()> {
+    let size = usize::try_from(size)
+        .map_err(|_| Error::new(Class::Arg, format!("size is negative ({size})")))?;
+    if buffer.is_null() && size > 0 {
+        return Err(Error::new(
+            Class::Buffer,
+            "buffer is NULL but the size is not zero",
+        ));
+    }
+    let mut g = BUFFERS.lock();
+    if let Some(a) = attached(&mut g, owner) {
+        return Err(Error::new(
+            Class::Buffer,
+            format!(
+                "a buffer of {} bytes is already attached (detach it first)",
+                a.size
+            ),
+        ));
+    }
+    g.push((
+        owner,
+        Attached {
             base: buffer.cast(),
             size,
             used: Vec::new(),
-        });
-        Ok(())
-    })
+        },
+    ));
+    Ok(())
 }
 
 /// The size output of `MPI_Buffer_detach` (`int *`) or `MPI_Buffer_detach_c` (`MPI_Count *`).
@@ -232,58 +275,93 @@ pub enum CountOut {
 pub unsafe fn buffer_detach(name: &'static str, buffer_addr: *mut c_void, size: CountOut) -> c_int {
     guard(name, None, || {
         let rt = runtime::get()?;
-        if buffer_addr.is_null() {
-            return Err(Error::new(Class::Arg, "buffer_addr is NULL"));
-        }
-        let null = match size {
-            CountOut::Int(p) => p.is_null(),
-            CountOut::Long(p) => p.is_null(),
-        };
-        if null {
-            return Err(Error::new(Class::Arg, "size is NULL"));
-        }
-        let mut g = BUFFER.lock();
-        let (base, n) = g
-            .as_ref()
-            .map_or((std::ptr::null_mut(), 0), |a| (a.base, a.size));
-        if let CountOut::Int(_) = size {
-            if c_int::try_from(n).is_err() {
-                return Err(Error::new(
-                    Class::Count,
-                    format!("the attached buffer's size ({n} bytes) does not fit in an int (use MPI_Buffer_detach_c)"),
-                ));
-            }
-        }
-        if let Some(mut a) = g.take() {
-            // Nothing else may start in the buffer while its messages drain.
-            drop(g);
-            a.flush(&comm_of(rt, h::COMM_WORLD)?.ep);
-        }
-        out(
-            buffer_addr.cast::<*mut c_void>(),
-            "buffer_addr",
-            base.cast(),
-        )?;
-        match size {
-            CountOut::Int(p) => out(p, "size", n as c_int),
-            CountOut::Long(p) => out(p, "size", n as Count),
-        }
+        let ep = comm_of(rt, h::COMM_WORLD)?.ep.clone();
+        detach(Owner::Process, &ep, buffer_addr, size)
     })
+}
+
+pub unsafe fn comm_detach_buffer(
+    name: &'static str,
+    comm: c_int,
+    buffer_addr: *mut c_void,
+    size: CountOut,
+) -> c_int {
+    guard(name, Some(comm), || {
+        let c = comm_of(runtime::get()?, comm)?;
+        detach(Owner::Comm(c.id), &c.ep, buffer_addr, size)
+    })
+}
+
+/// Waits until `owner`'s buffered messages have been sent, detaches its buffer and writes
+/// its address and size (NULL and 0 when none was attached).
+fn detach(
+    owner: Owner,
+    ep: &crate::endpoint::Endpoint,
+    buffer_addr: *mut c_void,
+    size: CountOut,
+) -> Result<()> {
+    if buffer_addr.is_null() {
+        return Err(Error::new(Class::Arg, "buffer_addr is NULL"));
+    }
+    let null = match size {
+        CountOut::Int(p) => p.is_null(),
+        CountOut::Long(p) => p.is_null(),
+    };
+    if null {
+        return Err(Error::new(Class::Arg, "size is NULL"));
+    }
+    let mut g = BUFFERS.lock();
+    let (base, n) = attached(&mut g, owner).map_or((std::ptr::null_mut(), 0), |a| (a.base, a.size));
+    if let CountOut::Int(_) = size {
+        if c_int::try_from(n).is_err() {
+            return Err(Error::new(
+                Class::Count,
+                format!("the attached buffer's size ({n} bytes) does not fit in an int (use the _c form)"),
+            ));
+        }
+    }
+    if let Some(at) = g.iter().position(|(o, _)| *o == owner) {
+        // Nothing else may start in the buffer while its messages drain.
+        let (_, mut a) = g.remove(at);
+        drop(g);
+        a.flush(ep);
+    }
+    out(
+        buffer_addr.cast::<*mut c_void>(),
+        "buffer_addr",
+        base.cast(),
+    )?;
+    match size {
+        CountOut::Int(p) => out(p, "size", n as c_int),
+        CountOut::Long(p) => out(p, "size", n as Count),
+    }
 }
 
 pub unsafe fn buffer_flush(name: &'static str) -> c_int {
     guard(name, None, || {
         let rt = runtime::get()?;
-        let ep = comm_of(rt, h::COMM_WORLD)?.ep.clone();
-        // Messages buffered by other threads meanwhile are theirs to wait for.
-        let sends: Vec<Arc<Request>> = match BUFFER.lock().as_ref() {
-            Some(a) => a.used.iter().map(|u| u.2.clone()).collect(),
-            None => Vec::new(),
-        };
-        progress::wait_until(&ep, || sends.iter().all(|r| r.is_done()));
-        if let Some(a) = BUFFER.lock().as_mut() {
-            a.reclaim();
-        }
+        flush(Owner::Process, &comm_of(rt, h::COMM_WORLD)?.ep);
         Ok(())
     })
+}
+
+pub unsafe fn comm_flush_buffer(name: &'static str, comm: c_int) -> c_int {
+    guard(name, Some(comm), || {
+        let c = comm_of(runtime::get()?, comm)?;
+        flush(Owner::Comm(c.id), &c.ep);
+        Ok(())
+    })
+}
+
+/// Waits until the messages in `owner`'s buffer have been sent (those buffered by other
+/// threads meanwhile are theirs to wait for).
+fn flush(owner: Owner, ep: &crate::endpoint::Endpoint) {
+    let sends: Vec<Arc<Request>> = match attached(&mut BUFFERS.lock(), owner) {
+        Some(a) => a.used.iter().map(|u| u.2.clone()).collect(),
+        None => Vec::new(),
+    };
+    progress::wait_until(ep, || sends.iter().all(|r| r.is_done()));
+    if let Some(a) = attached(&mut BUFFERS.lock(), owner) {
+        a.reclaim();
+    }
 }

@@ -1,12 +1,16 @@
 /*
- * request_status41.c - MPI 4.1's MPI_Request_get_status_any / _all / _some.
+ * mpi41.c - MPI 4.1 point-to-point additions.
  *
- * Each rank: q[0] an Irecv from itself (tag 1, not yet sent), q[1] an Isend to itself
+ * 1. MPI_Request_get_status_any / _all / _some. Each rank: q[0] an Irecv from itself (tag 1, not yet sent), q[1] an Isend to itself
  * (tag 2), q[2] MPI_REQUEST_NULL. Polled until the send is done: _any gives index 1,
  * _some outcount 1 with index 1, _all flag 0; no handle is written. Then the tag-1 message
  * is sent: _all polls to flag 1 with q[0]'s status (source, tag, count) and the empty status
  * for MPI_REQUEST_NULL; the requests are still there for MPI_Waitall. An array of
  * MPI_REQUEST_NULL: _any flag 1 / MPI_UNDEFINED, _some outcount MPI_UNDEFINED.
+ * 2. Communicator buffers: MPI_Comm_attach_buffer on a dup (room for one message, no process
+ *    buffer); MPI_Bsend there goes out, MPI_Bsend on another dup (MPI_ERRORS_RETURN) is
+ *    MPI_ERR_BUFFER; MPI_Comm_flush_buffer, MPI_Comm_detach_buffer return address and size;
+ *    the same with the _c forms.
  * Debian's MPICH 4.0.2 and Open MPI 4.1.4 predate MPI 4.1: the program says SKIP (77) there.
  * Prints implementation-independent lines on rank 0; failures print FAIL.
  */
@@ -20,11 +24,54 @@ static int rank, fails;
     do {                                                                                       \
         if (!(cond)) {                                                                         \
             fails++;                                                                           \
-            printf("FAIL request_status41 rank %d: ", rank);                                   \
+            printf("FAIL mpi41 rank %d: ", rank);                                   \
             printf(__VA_ARGS__);                                                               \
             printf("\n");                                                                      \
         }                                                                                      \
     } while (0)
+
+#ifdef HCOMM_MPI_H
+static void comm_buffers(void)
+{
+    int size;
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    int right = (rank + 1) % size, left = (rank + size - 1) % size;
+    MPI_Comm d, e;
+    MPI_Comm_dup(MPI_COMM_WORLD, &d);
+    MPI_Comm_dup(MPI_COMM_WORLD, &e);
+    MPI_Comm_set_errhandler(e, MPI_ERRORS_RETURN);
+    int v[4] = {rank, rank + 1, rank + 2, rank + 3}, r[4] = {0};
+    int room = (int)sizeof v + MPI_BSEND_OVERHEAD;
+    char mem[sizeof v + MPI_BSEND_OVERHEAD];
+    for (int form = 0; form < 2; form++) {
+        int rc = form ? MPI_Comm_attach_buffer_c(d, mem, room) : MPI_Comm_attach_buffer(d, mem, room);
+        CHECK(rc == MPI_SUCCESS, "Comm_attach_buffer%s rc %d", form ? "_c" : "", rc);
+        rc = MPI_Bsend(v, 4, MPI_INT, right, 1, d);
+        CHECK(rc == MPI_SUCCESS, "Bsend on the communicator with a buffer: rc %d", rc);
+        v[0] = -1;
+        rc = MPI_Bsend(v, 4, MPI_INT, right, 1, e);
+        int cls = -1;
+        MPI_Error_class(rc, &cls);
+        CHECK(cls == MPI_ERR_BUFFER, "Bsend on a communicator without a buffer: class %d", cls);
+        MPI_Comm_flush_buffer(d);
+        MPI_Recv(r, 4, MPI_INT, left, 1, d, MPI_STATUS_IGNORE);
+        CHECK(r[0] == left && r[3] == left + 3, "Bsend on the communicator: %d %d", r[0], r[3]);
+        v[0] = rank;
+        void *addr = NULL;
+        if (form) {
+            MPI_Count n = -1;
+            MPI_Comm_detach_buffer_c(d, &addr, &n);
+            CHECK(addr == mem && n == room, "Comm_detach_buffer_c %p size %lld", addr, (long long)n);
+        } else {
+            int n = -1;
+            MPI_Comm_detach_buffer(d, &addr, &n);
+            CHECK(addr == mem && n == room, "Comm_detach_buffer %p size %d", addr, n);
+        }
+    }
+    MPI_Comm_free(&d);
+    MPI_Comm_free(&e);
+}
+#endif
 
 int main(int argc, char **argv)
 {
@@ -66,6 +113,8 @@ int main(int argc, char **argv)
     CHECK(rc == MPI_SUCCESS && in == 1 && got2 == 2, "Waitall rc %d, received %d and %d", rc, in,
           got2);
 
+    comm_buffers();
+
     MPI_Request nulls[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
     flag = 0;
     MPI_Request_get_status_any(2, nulls, &index, &flag, MPI_STATUS_IGNORE);
@@ -76,13 +125,13 @@ int main(int argc, char **argv)
     int total = 0;
     MPI_Allreduce(&fails, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (rank == 0)
-        printf("request_status41: %s\n", total ? "FAIL" : "ok");
+        printf("mpi41: %s\n", total ? "FAIL" : "ok");
     MPI_Finalize();
     return total != 0;
 #else
     (void)fails;
     if (rank == 0)
-        printf("SKIP request_status41: MPI_Request_get_status_any/all/some are MPI 4.1\n");
+        printf("SKIP mpi41: MPI_Request_get_status_any/all/some are MPI 4.1\n");
     MPI_Finalize();
     return 77;
 #endif
