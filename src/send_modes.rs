@@ -215,6 +215,12 @@ unsafe fn comm_detach_buffer_c(comm: Comm, buffer_addr: *mut c_void, size: *mut 
         CountOut::Long(size),
     )
 }
+unsafe fn buffer_iflush(request: *mut Request) -> c_int {
+    api::buffer_iflush("MPI_Buffer_iflush", request)
+}
+unsafe fn comm_iflush_buffer(comm: Comm, request: *mut Request) -> c_int {
+    api::comm_iflush_buffer("MPI_Comm_iflush_buffer", comm, request)
+}
 unsafe fn comm_flush_buffer(comm: Comm) -> c_int {
     api::comm_flush_buffer("MPI_Comm_flush_buffer", comm)
 }
@@ -244,4 +250,6 @@ export_mpi_functions! {
     fn MPI_Comm_detach_buffer / PMPI_Comm_detach_buffer(comm: Comm, buffer_addr: *mut c_void, size: *mut c_int) -> c_int => comm_detach_buffer;
     fn MPI_Comm_detach_buffer_c / PMPI_Comm_detach_buffer_c(comm: Comm, buffer_addr: *mut c_void, size: *mut Count) -> c_int => comm_detach_buffer_c;
     fn MPI_Comm_flush_buffer / PMPI_Comm_flush_buffer(comm: Comm) -> c_int => comm_flush_buffer;
+    fn MPI_Buffer_iflush / PMPI_Buffer_iflush(request: *mut Request) -> c_int => buffer_iflush;
+    fn MPI_Comm_iflush_buffer / PMPI_Comm_iflush_buffer(comm: Comm, request: *mut Request) -> c_int => comm_iflush_buffer;
 }

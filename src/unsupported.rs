@@ -36,7 +36,6 @@ hcomm_core::export_unsupported_mpi_functions! {
     fn MPI_Bcast_init_c / PMPI_Bcast_init_c(buffer: *mut c_void, count: i64, datatype: c_int, root: c_int, comm: c_int, info: c_int, request: *mut c_void) => On::Comm(comm);
     fn MPI_Bsend_init / PMPI_Bsend_init(buf: *mut c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int, request: *mut c_void) => On::Comm(comm);
     fn MPI_Bsend_init_c / PMPI_Bsend_init_c(buf: *mut c_void, count: i64, datatype: c_int, dest: c_int, tag: c_int, comm: c_int, request: *mut c_void) => On::Comm(comm);
-    fn MPI_Buffer_iflush / PMPI_Buffer_iflush(request: *mut c_void) => On::Process;
     fn MPI_Cart_coords / PMPI_Cart_coords(comm: c_int, rank: c_int, maxdims: c_int, coords: *mut c_void) => On::Comm(comm);
     fn MPI_Cart_create / PMPI_Cart_create(comm_old: c_int, ndims: c_int, dims: *mut c_void, periods: *mut c_void, reorder: c_int, comm_cart: *mut c_void) => On::Comm(comm_old);
     fn MPI_Cart_get / PMPI_Cart_get(comm: c_int, maxdims: c_int, dims: *mut c_void, periods: *mut c_void, coords: *mut c_void) => On::Comm(comm);
@@ -54,7 +53,6 @@ hcomm_core::export_unsupported_mpi_functions! {
     fn MPI_Comm_dup_with_info / PMPI_Comm_dup_with_info(comm: c_int, info: c_int, newcomm: *mut c_void) => On::Comm(comm);
     fn MPI_Comm_idup / PMPI_Comm_idup(comm: c_int, newcomm: *mut c_void, request: *mut c_void) => On::Comm(comm);
     fn MPI_Comm_idup_with_info / PMPI_Comm_idup_with_info(comm: c_int, info: c_int, newcomm: *mut c_void, request: *mut c_void) => On::Comm(comm);
-    fn MPI_Comm_iflush_buffer / PMPI_Comm_iflush_buffer(comm: c_int, request: *mut c_void) => On::Comm(comm);
     fn MPI_Comm_join / PMPI_Comm_join(fd: c_int, intercomm: *mut c_void) => On::Process;
     fn MPI_Comm_spawn / PMPI_Comm_spawn(command: *mut c_void, argv: *mut c_void, maxprocs: c_int, info: c_int, root: c_int, comm: c_int, intercomm: *mut c_void, array_of_errcodes: *mut c_void) => On::Comm(comm);
     fn MPI_Comm_spawn_multiple / PMPI_Comm_spawn_multiple(count: c_int, array_of_commands: *mut c_void, array_of_argv: *mut c_void, array_of_maxprocs: *mut c_void, array_of_info: *mut c_void, root: c_int, comm: c_int, intercomm: *mut c_void, array_of_errcodes: *mut c_void) => On::Comm(comm);

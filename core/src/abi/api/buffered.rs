@@ -1,6 +1,7 @@
 //! Buffered mode: `MPI_Bsend`, `MPI_Ibsend`, `MPI_Buffer_attach`, `MPI_Buffer_detach`,
 //! `MPI_Buffer_flush`, and MPI 4.1's per-communicator `MPI_Comm_attach_buffer`,
-//! `MPI_Comm_detach_buffer`, `MPI_Comm_flush_buffer` (and the `_c` forms).
+//! `MPI_Comm_detach_buffer`, `MPI_Comm_flush_buffer`, `MPI_Buffer_iflush`,
+//! `MPI_Comm_iflush_buffer` (and the `_c` forms).
 //!
 //! A buffered send copies its message (packed, for derived datatypes) into the buffer the
 //! process attached and starts a standard send from that copy, so it returns at once and the
@@ -351,6 +352,75 @@ pub unsafe fn comm_flush_buffer(name: &'static str, comm: c_int) -> c_int {
         flush(Owner::Comm(c.id), &c.ep);
         Ok(())
     })
+}
+
+pub unsafe fn buffer_iflush(name: &'static str, request: *mut c_int) -> c_int {
+    guard(name, None, || {
+        let rt = runtime::get()?;
+        req_arg(request)?;
+        let ep = comm_of(rt, h::COMM_WORLD)?.ep.clone();
+        iflush(name, h::COMM_WORLD, Owner::Process, ep, request)
+    })
+}
+
+pub unsafe fn comm_iflush_buffer(name: &'static str, comm: c_int, request: *mut c_int) -> c_int {
+    guard(name, Some(comm), || {
+        let c = comm_of(runtime::get()?, comm)?;
+        req_arg(request)?;
+        iflush(name, comm, Owner::Comm(c.id), c.ep.clone(), request)
+    })
+}
+
+/// Starts a request that completes when the messages now in `owner`'s buffer have been sent.
+fn iflush(
+    name: &'static str,
+    comm: c_int,
+    owner: Owner,
+    ep: Arc<crate::endpoint::Endpoint>,
+    request: *mut c_int,
+) -> Result<()> {
+    let sends = match attached(&mut BUFFERS.lock(), owner) {
+        Some(a) => a.used.iter().map(|u| u.2.clone()).collect(),
+        None => Vec::new(),
+    };
+    let op = FlushOp { sends };
+    publish(
+        Arc::new(Request::new(name, comm, false, ep, Box::new(op))),
+        request,
+    )
+}
+
+/// The operation of an `MPI_Buffer_iflush` request: the buffered sends it waits for are
+/// stepped by the progress engine themselves (they are on its active list).
+struct FlushOp {
+    sends: Vec<Arc<Request>>,
+}
+
+impl crate::engine::Wait for FlushOp {
+    fn poll(&mut self, _last: bool) -> Result<crate::engine::Step> {
+        let before = self.sends.len();
+        self.sends.retain(|r| !r.is_done());
+        Ok(if self.sends.is_empty() {
+            crate::engine::Step::Done
+        } else if self.sends.len() < before {
+            crate::engine::Step::Moved
+        } else {
+            crate::engine::Step::Idle
+        })
+    }
+    fn describe(&self) -> String {
+        format!(
+            "MPI_Buffer_iflush ({} buffered messages not yet sent)",
+            self.sends.len()
+        )
+    }
+    fn blocked_on(&self, _out: &mut Vec<usize>) {}
+}
+
+impl crate::request::Op for FlushOp {
+    fn complete(&mut self) -> Result<Completion> {
+        Ok(Completion::empty())
+    }
 }
 
 /// Waits until the messages in `owner`'s buffer have been sent (those buffered by other
