@@ -16,6 +16,11 @@
  *   datatype constructors: negative count -> MPI_ERR_COUNT, negative block length, subarray
  *   out of bounds, bad order, darray grid not of size -> MPI_ERR_ARG; an uncommitted type in
  *   Bcast or Pack -> MPI_ERR_TYPE; Pack/Unpack(_external) past the buffer -> MPI_ERR_TRUNCATE
+ *   MPI_Mrecv / MPI_Imrecv of MPI_MESSAGE_NULL -> MPI_ERR_REQUEST (the message handle is
+ *   left alone; not under Open MPI, which raises it on a fatal handler of its own); MPI_Mprobe with a NULL message -> MPI_ERR_ARG (Open MPI: MPI_ERR_REQUEST); hcomm only: MPI_Bsend with no
+ *   buffer attached or a message larger than the attached buffer (+ MPI_BSEND_OVERHEAD),
+ *   and a second MPI_Buffer_attach -> MPI_ERR_BUFFER (Open MPI 4.1 sends such a message
+ *   anyway); MPI_Buffer_attach with a negative size -> MPI_ERR_ARG.
  * Mode "fatal" (argv[1]): under the default MPI_ERRORS_ARE_FATAL, rank 1 (rank 0 when alone)
  * calls MPI_Allreduce with count -1 while the others make a valid call; the job must end
  * quickly with a non-zero status, and stderr must name MPI_Allreduce, the count and the rank
@@ -65,6 +70,7 @@ static const char *class_name(int c)
     if (c == MPI_ERR_TRUNCATE) return "MPI_ERR_TRUNCATE";
     if (c == MPI_ERR_OTHER) return "MPI_ERR_OTHER";
     if (c == MPI_ERR_INTERN) return "MPI_ERR_INTERN";
+    if (c == MPI_ERR_REQUEST) return "MPI_ERR_REQUEST";
     return "(other)";
 }
 
@@ -80,7 +86,11 @@ static void still_works(const char *after)
         ok = out[i] == 100 * size * (size - 1) / 2 + size * i;
     if (!ok) {
         fails++;
-        printf("FAIL errors: rank=%d a valid MPI_Allreduce after \"%s\" failed (rc=%d)\n", rank, after, rc);
+        char msg[MPI_MAX_ERROR_STRING] = "";
+        int len = 0;
+        if (rc != MPI_SUCCESS)
+            MPI_Error_string(rc, msg, &len);
+        printf("FAIL errors: rank=%d a valid MPI_Allreduce after \"%s\" failed (rc=%d %s)\n", rank, after, rc, msg);
     }
 }
 
@@ -220,6 +230,8 @@ static void groups_comms_sessions(void)
     }
 #endif
     MPI_Group_free(&world);
+}
+
 /* A rejected starting call (nonblocking or persistent) must not write its request either. */
 static void expect_req(const char *what, int rc, int want_class, MPI_Request *req)
 {
@@ -537,6 +549,52 @@ int main(int argc, char **argv)
     /* before the mismatched Gatherv below, whose failure notice ends the world's later calls
        on some ranks */
     requests(sbuf);
+    /* matched probe: a message handle that names no claimed message */
+    {
+        MPI_Status st;
+#ifndef REF_OMPI /* Open MPI raises these on a handler of its own choice (fatal) */
+        MPI_Message m = MPI_MESSAGE_NULL;
+        MPI_Request q = MPI_REQUEST_NULL;
+        expect("MPI_Mrecv MPI_MESSAGE_NULL", MPI_Mrecv(rbuf, N, MPI_INT, &m, &st), MPI_ERR_REQUEST);
+        expect("MPI_Imrecv MPI_MESSAGE_NULL", MPI_Imrecv(rbuf, N, MPI_INT, &m, &q), MPI_ERR_REQUEST);
+        if (m != MPI_MESSAGE_NULL || q != MPI_REQUEST_NULL) {
+            fails++;
+            printf("FAIL errors: rank=%d a rejected MPI_Mrecv/MPI_Imrecv changed its handles\n", rank);
+        }
+#endif
+        /* Open MPI says MPI_ERR_REQUEST */
+        expect_alt("MPI_Mprobe message=NULL", MPI_Mprobe(MPI_PROC_NULL, 0, MPI_COMM_WORLD, NULL, &st), MPI_ERR_ARG,
+                   MPI_ERR_REQUEST);
+    }
+
+#ifdef HCOMM_MPI_H
+    /* buffered mode: too little attached space */
+    {
+        int msg[N] = { 0 };
+        expect("MPI_Bsend with no buffer attached", MPI_Bsend(msg, N, MPI_INT, rank, 1, MPI_COMM_WORLD),
+               MPI_ERR_BUFFER);
+        int room = (int)sizeof msg + MPI_BSEND_OVERHEAD - 1;
+        char *mem = malloc(room);
+        expect("MPI_Buffer_attach size=-1", MPI_Buffer_attach(mem, -1), MPI_ERR_ARG);
+        if (MPI_Buffer_attach(mem, room) != MPI_SUCCESS) {
+            fails++;
+            printf("FAIL errors: rank=%d MPI_Buffer_attach of %d bytes failed\n", rank, room);
+        }
+        expect("MPI_Buffer_attach twice", MPI_Buffer_attach(mem, room), MPI_ERR_BUFFER);
+        expect("MPI_Bsend one byte over the attached space", MPI_Bsend(msg, N, MPI_INT, rank, 1, MPI_COMM_WORLD),
+               MPI_ERR_BUFFER);
+        int flag = 1;
+        MPI_Iprobe(rank, 1, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE);
+        if (flag) {
+            fails++;
+            printf("FAIL errors: rank=%d a rejected MPI_Bsend sent its message\n", rank);
+        }
+        void *addr;
+        int n;
+        MPI_Buffer_detach(&addr, &n);
+        free(mem);
+    }
+#endif
 
 #ifdef HCOMM_MPI_H
     /* hcomm detects a message shorter than the receiver expects (counts of a v-collective that

@@ -19,6 +19,7 @@ use crate::runtime;
 
 pub mod attributes;
 mod cart;
+mod buffered;
 mod coll;
 mod coll2;
 mod comm;
@@ -27,7 +28,9 @@ mod env;
 mod graph;
 mod groups;
 pub mod info;
+mod isendrecv;
 mod local_queries;
+mod matched;
 mod nb;
 mod neighbor;
 mod p2p;
@@ -39,11 +42,13 @@ mod pack;
 mod type_contents;
 mod type_ctors;
 mod type_queries;
+mod send_modes;
 mod typearg;
 mod types;
 pub mod unsupported;
 
 pub use cart::*;
+pub use buffered::*;
 pub use coll::*;
 #[allow(unused_imports)]
 pub use coll2::*;
@@ -53,7 +58,9 @@ pub use env::*;
 pub use graph::*;
 #[allow(unused_imports)]
 pub use groups::*;
+pub use isendrecv::*;
 pub use local_queries::*;
+pub use matched::*;
 #[allow(unused_imports)]
 pub use nb::*;
 pub use neighbor::*;
@@ -67,6 +74,7 @@ pub use pack::*;
 pub use type_contents::*;
 pub use type_ctors::*;
 pub use type_queries::*;
+pub use send_modes::*;
 pub(crate) use typearg::*;
 #[allow(unused_imports)]
 pub use types::*;

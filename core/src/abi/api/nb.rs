@@ -481,6 +481,32 @@ pub unsafe fn isend(
     comm: c_int,
     req: *mut c_int,
 ) -> c_int {
+    isend_in_mode(
+        name,
+        buf,
+        count,
+        dt,
+        dest,
+        tag,
+        comm,
+        req,
+        p2p::Mode::Standard,
+    )
+}
+
+/// `MPI_Isend` or `MPI_Issend`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn isend_in_mode(
+    name: &'static str,
+    buf: *const c_void,
+    count: Count,
+    dt: c_int,
+    dest: c_int,
+    tag: c_int,
+    comm: c_int,
+    req: *mut c_int,
+    mode: p2p::Mode,
+) -> c_int {
     guard(name, Some(comm), || {
         host_only(&[buf])?;
         let c = comm_of(runtime::get()?, comm)?;
@@ -492,7 +518,7 @@ pub unsafe fn isend(
         let r = match dest {
             Some(dest) => {
                 let keep: Box<dyn Send> = Box::new(Unsent(staged));
-                let op = p2p::isend(c, dest, tag, &msg, Some(keep))?;
+                let op = p2p::isend(c, dest, tag, &msg, mode, Some(keep))?;
                 Request::new(name, comm, false, ep, Box::new(op))
             }
             None => Request::completed(name, comm, ep, Completion::empty()),
@@ -1090,5 +1116,161 @@ pub unsafe fn test_cancelled(status: *const Status, flag: *mut c_int) -> c_int {
         // SAFETY: non-NULL status and flag of the caller.
         unsafe { *flag = (*status).count_hi_and_cancelled & 1 };
         Ok(())
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// MPI 4.1: MPI_Request_get_status_any / _all / _some: as MPI_Testany / _all / _some, but the
+// completed requests stay (a later Wait/Test completes them) and the handles are not written.
+
+/// Fills the statuses of the completed requests `which` (slot `k` for the `k`-th) without
+/// releasing them; failures as in [`retire_all`] (`MPI_ERR_IN_STATUS`).
+fn report_all(
+    list: &[Option<Arc<Request>>],
+    which: &[usize],
+    statuses: Option<*mut Status>,
+    slot: impl Fn(usize, usize) -> usize,
+) -> std::result::Result<(), Failed> {
+    let mut first: Option<(c_int, Error)> = None;
+    let mut codes = Vec::with_capacity(which.len());
+    for (k, &i) in which.iter().enumerate() {
+        let st = nth(statuses, slot(k, i));
+        let outcome = list[i].as_ref().map(|r| (r.comm, outcome_of(r)));
+        match outcome {
+            None => {
+                fill(st, &empty());
+                codes.push((st, 0));
+            }
+            Some((_, Ok(c))) => {
+                fill(st, &c);
+                codes.push((st, 0));
+            }
+            Some((comm, Err(e))) => {
+                codes.push((st, e.class as c_int));
+                first.get_or_insert((comm, e));
+            }
+        }
+    }
+    let Some((comm, e)) = first else {
+        return Ok(());
+    };
+    for (st, code) in codes {
+        set_error(st, code);
+    }
+    Err(Failed(
+        Some(comm),
+        Error::new(Class::InStatus, format!("a request failed: {}", e.msg)),
+    ))
+}
+
+pub unsafe fn request_get_status_any(
+    count: c_int,
+    array_of_requests: *const c_int,
+    index: *mut c_int,
+    flag: *mut c_int,
+    status: *mut Status,
+) -> c_int {
+    completing("MPI_Request_get_status_any", || {
+        runtime::get()?;
+        if index.is_null() || flag.is_null() {
+            return Err(Error::new(Class::Arg, "index or flag is NULL").into());
+        }
+        // SAFETY: MPI: the array holds `count` requests (only read).
+        let (_, list) = unsafe { requests(count, array_of_requests.cast_mut()) }?;
+        let st = status_out(status)?;
+        let set = |i: c_int, f: bool| {
+            // SAFETY: non-NULL outputs of the caller (checked above).
+            unsafe {
+                *index = i;
+                *flag = c_int::from(f);
+            }
+        };
+        if ep_of(&list).is_none() {
+            set(UNDEFINED, true);
+            fill(st, &empty());
+            return Ok(());
+        }
+        progress::poke();
+        match first_done(&list) {
+            Some(i) => {
+                set(i as c_int, true);
+                let r = list[i].as_ref().expect("active");
+                match outcome_of(r) {
+                    Ok(c) => {
+                        fill(st, &c);
+                        Ok(())
+                    }
+                    Err(e) => Err(Failed(Some(r.comm), e)),
+                }
+            }
+            None => {
+                set(UNDEFINED, false);
+                Ok(())
+            }
+        }
+    })
+}
+
+pub unsafe fn request_get_status_all(
+    count: c_int,
+    array_of_requests: *const c_int,
+    flag: *mut c_int,
+    array_of_statuses: *mut Status,
+) -> c_int {
+    completing("MPI_Request_get_status_all", || {
+        runtime::get()?;
+        if flag.is_null() {
+            return Err(Error::new(Class::Arg, "flag is NULL").into());
+        }
+        // SAFETY: MPI: the array holds `count` requests (only read).
+        let (n, list) = unsafe { requests(count, array_of_requests.cast_mut()) }?;
+        let sts = statuses_out(array_of_statuses, n)?;
+        progress::poke();
+        let all = list.iter().flatten().all(|r| r.is_done());
+        // SAFETY: non-NULL output of the caller.
+        unsafe { *flag = c_int::from(all) };
+        if !all {
+            return Ok(());
+        }
+        let which: Vec<usize> = (0..n).collect();
+        report_all(&list, &which, sts, |_, i| i)
+    })
+}
+
+pub unsafe fn request_get_status_some(
+    incount: c_int,
+    array_of_requests: *const c_int,
+    outcount: *mut c_int,
+    array_of_indices: *mut c_int,
+    array_of_statuses: *mut Status,
+) -> c_int {
+    completing("MPI_Request_get_status_some", || {
+        runtime::get()?;
+        if outcount.is_null() {
+            return Err(Error::new(Class::Arg, "outcount is NULL").into());
+        }
+        // SAFETY: MPI: the array holds `incount` requests (only read).
+        let (n, list) = unsafe { requests(incount, array_of_requests.cast_mut()) }?;
+        if n > 0 && array_of_indices.is_null() {
+            return Err(Error::new(Class::Arg, "array_of_indices is NULL").into());
+        }
+        let sts = statuses_out(array_of_statuses, n)?;
+        if ep_of(&list).is_none() {
+            // SAFETY: non-NULL output of the caller.
+            unsafe { *outcount = UNDEFINED };
+            return Ok(());
+        }
+        progress::poke();
+        let which: Vec<usize> = (0..n)
+            .filter(|&i| list[i].as_ref().is_some_and(|r| r.is_done()))
+            .collect();
+        // SAFETY: MPI: `array_of_indices` holds `incount` entries; `outcount` is the caller's.
+        unsafe {
+            *outcount = which.len() as c_int;
+            for (k, &i) in which.iter().enumerate() {
+                *array_of_indices.add(k) = i as c_int;
+            }
+        }
+        report_all(&list, &which, sts, |k, _| k)
     })
 }
