@@ -1,16 +1,12 @@
 //! Exports of the groups area (see `core/src/abi/api/groups.rs`): groups, `MPI_Comm_create`,
 //! `MPI_Comm_split_type`, predefined attributes, communicator names, user error handlers.
 
-use std::ffi::{c_char, c_int, c_void};
+use std::ffi::c_int;
 
 use hcomm_core::abi::api;
-use hcomm_core::abi::objects::CommErrhandlerFn;
 use hcomm_core::export_mpi_functions;
 
-type Comm = c_int;
 type Group = c_int;
-type Info = c_int;
-type Errhandler = c_int;
 
 unsafe fn group_range_incl(g: Group, n: c_int, r: *const [c_int; 3], ng: *mut Group) -> c_int {
     api::group_range_incl("MPI_Group_range_incl", g, n, r, ng)

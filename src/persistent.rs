@@ -4,71 +4,12 @@
 
 use std::ffi::{c_int, c_void};
 
-use hcomm_core::abi::api::{self, Count, Ints, RecvCounts};
+use hcomm_core::abi::api::{self, Count};
 use hcomm_core::export_mpi_functions;
 
 type Comm = c_int;
 type Datatype = c_int;
-type Op = c_int;
-type Info = c_int;
 type Request = c_int;
-/// `MPI_Aint` (`long` on LP64, as in MPICH).
-type Aint = i64;
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-unsafe fn send_init(
-    buf: *const c_void,
-    count: c_int,
-    datatype: Datatype,
-    dest: c_int,
-    tag: c_int,
-    comm: Comm,
-    request: *mut Request,
-) -> c_int {
-    api::send_init(
-        "MPI_Send_init",
-        buf,
-        count.into(),
-        datatype,
-        dest,
-        tag,
-        comm,
-        request,
-    )
-}
-
 
 unsafe fn rsend_init(
     buf: *const c_void,
@@ -111,8 +52,6 @@ unsafe fn rsend_init_c(
         request,
     )
 }
-
-
 
 export_mpi_functions! {
     fn MPI_Rsend_init / PMPI_Rsend_init(buf: *const c_void, count: c_int, datatype: Datatype, dest: c_int, tag: c_int, comm: Comm, request: *mut Request) -> c_int => rsend_init;

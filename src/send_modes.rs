@@ -46,16 +46,6 @@ unsafe fn irsend_c(
     api::isend("MPI_Irsend_c", b, n, t, d, tag, c, r)
 }
 
-
-
-
-
-
-
-
-
-
-
 unsafe fn buffer_detach(buffer_addr: *mut c_void, size: *mut c_int) -> c_int {
     api::buffer_detach("MPI_Buffer_detach", buffer_addr, CountOut::Int(size))
 }

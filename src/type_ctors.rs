@@ -10,33 +10,8 @@ use hcomm_core::export_mpi_functions;
 type Datatype = c_int;
 type Aint = i64;
 
-unsafe fn type_create_hvector(
-    n: c_int,
-    bl: c_int,
-    st: Aint,
-    old: Datatype,
-    new: *mut Datatype,
-) -> c_int {
-    api::type_create_hvector("MPI_Type_create_hvector", n.into(), bl.into(), st, old, new)
-}
 unsafe fn type_hvector(n: c_int, bl: c_int, st: Aint, old: Datatype, new: *mut Datatype) -> c_int {
     api::type_create_hvector("MPI_Type_hvector", n.into(), bl.into(), st, old, new)
-}
-unsafe fn type_create_hindexed(
-    n: c_int,
-    bl: *const c_int,
-    d: *const Aint,
-    old: Datatype,
-    new: *mut Datatype,
-) -> c_int {
-    api::type_create_hindexed(
-        "MPI_Type_create_hindexed",
-        n.into(),
-        Ints::Int(bl),
-        Ints::Long(d),
-        old,
-        new,
-    )
 }
 unsafe fn type_hindexed(
     n: c_int,

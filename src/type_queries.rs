@@ -1,7 +1,7 @@
 //! Exports of the datatype queries (see `core/src/abi/api/type_queries.rs`) and of packing
 //! (`core/src/abi/api/pack.rs`).
 
-use std::ffi::{c_char, c_int, c_void};
+use std::ffi::{c_int, c_void};
 
 use hcomm_core::abi::api::{self, Bound, Count, Status};
 use hcomm_core::export_mpi_functions;

@@ -18,8 +18,8 @@ use crate::frame::{Kind, Signature};
 use crate::runtime;
 
 pub mod attributes;
-mod cart;
 mod buffered;
+mod cart;
 mod coll;
 mod coll2;
 mod comm;
@@ -34,21 +34,21 @@ mod matched;
 mod nb;
 mod neighbor;
 mod p2p;
-mod sessions;
-mod topo_args;
+mod pack;
 mod persistent;
 mod plan;
-mod pack;
+mod send_modes;
+mod sessions;
+mod topo_args;
 mod type_contents;
 mod type_ctors;
 mod type_queries;
-mod send_modes;
 mod typearg;
 mod types;
 pub mod unsupported;
 
-pub use cart::*;
 pub use buffered::*;
+pub use cart::*;
 pub use coll::*;
 #[allow(unused_imports)]
 pub use coll2::*;
@@ -66,15 +66,15 @@ pub use nb::*;
 pub use neighbor::*;
 #[allow(unused_imports)]
 pub use p2p::*;
-pub use sessions::*;
-#[allow(unused_imports)]
-pub use persistent::*;
 #[allow(unused_imports)]
 pub use pack::*;
+#[allow(unused_imports)]
+pub use persistent::*;
+pub use send_modes::*;
+pub use sessions::*;
 pub use type_contents::*;
 pub use type_ctors::*;
 pub use type_queries::*;
-pub use send_modes::*;
 pub(crate) use typearg::*;
 #[allow(unused_imports)]
 pub use types::*;

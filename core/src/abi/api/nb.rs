@@ -30,12 +30,12 @@ use super::p2p::{
 use super::plan::{self, Plan};
 use super::*;
 use crate::abi::guard;
-use crate::error::{Class, Error, Result};
 use crate::engine::Schedule;
-use crate::request::Sched;
+use crate::error::{Class, Error, Result};
 use crate::frame::Kind;
 use crate::p2p;
 use crate::progress;
+use crate::request::Sched;
 use crate::request::{self, Completion, Request, REQUEST_NULL};
 use crate::runtime;
 use crate::stats::{self, Coll};

@@ -443,7 +443,14 @@ pub unsafe fn send_init(
             };
             let (msg, staged) = outgoing_typed(buf, n, &t, NAMES)?;
             let keep: Box<dyn Send> = Box::new(Unsent(staged));
-            Ok(Box::new(p2p::isend(c.clone(), dest, tag, &msg, p2p::Mode::Standard, Some(keep))?) as Box<dyn Op>)
+            Ok(Box::new(p2p::isend(
+                c.clone(),
+                dest,
+                tag,
+                &msg,
+                p2p::Mode::Standard,
+                Some(keep),
+            )?) as Box<dyn Op>)
         });
         register(Request::persistent(name, comm, false, ep, start), req)
     })
