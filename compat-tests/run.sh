@@ -402,4 +402,21 @@ for r in "${RESULTS[@]}"; do
 done
 echo "================================================================================="
 echo "PASS $npass  SKIP $nskip  FAIL $NFAIL"
+# The failures once more, last, with the end of their logs: a CI record that keeps only the
+# tail of the output still says what failed and why.
+if [ "$NFAIL" -gt 0 ]; then
+    echo "=================================== failures ==================================="
+    for r in "${RESULTS[@]}"; do
+        IFS='|' read -r p i n v res s note <<<"$r"
+        [ "$res" = FAIL ] || continue
+        printf 'FAIL %s %s n=%s %s: %s\n' "$p" "$i" "$n" "$v" "$note"
+        for log in $(grep -o '\[log: [^]]*\]' <<<"$note" | sed 's/^\[log: //; s/\]$//'); do
+            [ -f "$log" ] || continue
+            echo "---- last lines of $log"
+            tail -n 15 "$log"
+            case "$log" in *.out) [ -f "${log%.out}.err" ] && { echo "---- last lines of ${log%.out}.err"; tail -n 15 "${log%.out}.err"; } ;; esac
+        done
+    done
+    echo "PASS $npass  SKIP $nskip  FAIL $NFAIL"
+fi
 [ "$NFAIL" -eq 0 ]
