@@ -45,7 +45,11 @@ fn buf(ptr: *const u8, mem: Mem) -> Buf {
 pub unsafe fn barrier(comm: c_int) -> c_int {
     crate::stats::call(crate::stats::Coll::Barrier, || {
         guard("MPI_Barrier", Some(comm), || {
-            coll::barrier(&*comm_of(runtime::get()?, comm)?)
+            let c = any_comm_of(runtime::get()?, comm)?;
+            match c.inter() {
+                Some(inter) => crate::intercomm::barrier(inter),
+                None => coll::barrier(&c),
+            }
         })
     })
 }

@@ -24,6 +24,7 @@ mod comm;
 mod env;
 mod groups;
 pub mod info;
+mod intercomm;
 mod local_queries;
 mod nb;
 mod p2p;
@@ -36,6 +37,7 @@ pub use coll::*;
 pub use coll2::*;
 pub use comm::*;
 pub use env::*;
+pub use intercomm::*;
 #[allow(unused_imports)]
 pub use groups::*;
 pub use local_queries::*;
@@ -63,6 +65,21 @@ pub(crate) fn library_version() -> String {
 
 pub(crate) fn comm_of(rt: &runtime::Runtime, c: c_int) -> Result<Arc<Comm>> {
     // One lookup per call; the Arc keeps the communicator alive even if freed meanwhile.
+    let comm = rt.comm(c)?;
+    if comm.inter().is_some() {
+        return Err(Error::new(
+            Class::Comm,
+            format!(
+                "communicator 0x{c:x} is an intercommunicator: this call is not implemented on intercommunicators yet"
+            ),
+        ));
+    }
+    Ok(comm)
+}
+
+/// A communicator handle for the calls that take intercommunicators too (point-to-point,
+/// local queries, error handlers, names, attributes, dup and free, barrier).
+pub(crate) fn any_comm_of(rt: &runtime::Runtime, c: c_int) -> Result<Arc<Comm>> {
     rt.comm(c)
 }
 
