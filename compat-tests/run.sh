@@ -21,7 +21,7 @@
 #                      HCOMM_CHUNK_SIZE=4096 (alone and with pipeline). Others: N in $NPROCS.
 #   bitwise            run twice, the "bitwise:" hash lines of both runs must be equal.
 #   threads            plain run (exit 77 = SKIP where MPI_THREAD_MULTIPLE is missing).
-#   nb_*.c             hcomm: also run with HCOMM_PROGRESS=caller (no progress thread).
+#   nb_*.c, persistent*.c  hcomm: also run with HCOMM_PROGRESS=caller (no progress thread).
 #   errors             plain run, and "fatal" mode for N >= 2 (or N = 1 alone): the job must
 #                      end non-zero within $FATAL_TIMEOUT s and stderr must name
 #                      MPI_Allreduce, the count and the rank. Not built for MPICH (4.0.2
@@ -329,8 +329,8 @@ run_program() { # impl prog exe kind(compat|tests)
                     judge "$prog" "$impl" "$np" plain "$out" "$err" "$exp"
                 fi
                 if [ "$impl" = hcomm ]; then shm_check "$prog" "$impl" "$np" plain; fi
-                if [ "$impl" = hcomm ] && [ "${prog#nb_}" != "$prog" ]; then
-                    # Nonblocking programs also without the progress thread.
+                if [ "$impl" = hcomm ] && { [ "${prog#nb_}" != "$prog" ] || [ "${prog#persistent}" != "$prog" ]; }; then
+                    # Nonblocking and persistent programs also without the progress thread.
                     out=$logs/$prog.caller.n$np.out err=$logs/$prog.caller.n$np.err
                     launch "$impl" "$np" "$TIMEOUT" "$out" "$err" HCOMM_PROGRESS=caller -- "$exe"
                     judge "$prog" "$impl" "$np" progress-caller "$out" "$err" "$exp"

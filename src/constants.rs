@@ -19,8 +19,6 @@ pub struct Sentinel(*const c_void);
 // by address only, so sharing it between threads is sound.
 unsafe impl Sync for Sentinel {}
 
-static UNWEIGHTED_OBJ: c_int = 0;
-static WEIGHTS_EMPTY_OBJ: c_int = 0;
 static F_STATUS_IGNORE_OBJ: [c_int; 5] = [0; 5];
 static F_STATUSES_IGNORE_OBJ: [c_int; 5] = [0; 5];
 static F08_STATUS_IGNORE_OBJ: [c_int; 5] = [0; 5];
@@ -28,14 +26,18 @@ static F08_STATUSES_IGNORE_OBJ: [c_int; 5] = [0; 5];
 static PVAR_ALL_HANDLES_OBJ: c_int = 0;
 
 macro_rules! sentinel {
-    ($name:ident, $obj:ident) => {
+    ($name:ident, $obj:path) => {
         #[no_mangle]
         pub static $name: Sentinel = Sentinel(std::ptr::addr_of!($obj).cast());
     };
 }
 
-sentinel!(MPI_UNWEIGHTED, UNWEIGHTED_OBJ);
-sentinel!(MPI_WEIGHTS_EMPTY, WEIGHTS_EMPTY_OBJ);
+// The topology calls in hcomm_core compare weights arguments with these two addresses.
+sentinel!(MPI_UNWEIGHTED, hcomm_core::abi::handles::UNWEIGHTED_OBJ);
+sentinel!(
+    MPI_WEIGHTS_EMPTY,
+    hcomm_core::abi::handles::WEIGHTS_EMPTY_OBJ
+);
 sentinel!(MPI_F_STATUS_IGNORE, F_STATUS_IGNORE_OBJ);
 sentinel!(MPI_F_STATUSES_IGNORE, F_STATUSES_IGNORE_OBJ);
 sentinel!(MPI_F08_STATUS_IGNORE, F08_STATUS_IGNORE_OBJ);

@@ -1,13 +1,14 @@
-//! Ready-mode sends and MPI's memory allocation calls.
+//! Send modes (see `core/src/abi/api/send_modes.rs` and `buffered.rs`) and MPI's memory
+//! allocation calls.
 //!
 //! `MPI_Rsend` / `MPI_Irsend` are standard-mode sends: MPI-4.1 §3.4 allows it ("a ready send
 //! may be replaced by a standard send with no effect on the behavior of the program other than
-//! performance"). Synchronous and buffered sends are not: their completion rules differ, so
-//! they stay unsupported until hcomm implements them.
+//! performance"). Synchronous sends wait for the receiver's match; buffered sends copy into
+//! the attached buffer.
 
 use std::ffi::{c_int, c_void};
 
-use hcomm_core::abi::api::{self, Count};
+use hcomm_core::abi::api::{self, Count, CountOut};
 use hcomm_core::export_mpi_functions;
 
 type Comm = c_int;
@@ -45,9 +46,38 @@ unsafe fn irsend_c(
     api::isend("MPI_Irsend_c", b, n, t, d, tag, c, r)
 }
 
+unsafe fn buffer_detach(buffer_addr: *mut c_void, size: *mut c_int) -> c_int {
+    api::buffer_detach("MPI_Buffer_detach", buffer_addr, CountOut::Int(size))
+}
+
+unsafe fn buffer_detach_c(buffer_addr: *mut c_void, size: *mut Count) -> c_int {
+    api::buffer_detach("MPI_Buffer_detach_c", buffer_addr, CountOut::Long(size))
+}
+
+unsafe fn comm_detach_buffer(comm: Comm, buffer_addr: *mut c_void, size: *mut c_int) -> c_int {
+    api::comm_detach_buffer(
+        "MPI_Comm_detach_buffer",
+        comm,
+        buffer_addr,
+        CountOut::Int(size),
+    )
+}
+unsafe fn comm_detach_buffer_c(comm: Comm, buffer_addr: *mut c_void, size: *mut Count) -> c_int {
+    api::comm_detach_buffer(
+        "MPI_Comm_detach_buffer_c",
+        comm,
+        buffer_addr,
+        CountOut::Long(size),
+    )
+}
+
 export_mpi_functions! {
     fn MPI_Rsend / PMPI_Rsend(buf: *const c_void, count: c_int, datatype: Datatype, dest: c_int, tag: c_int, comm: Comm) -> c_int => rsend;
     fn MPI_Rsend_c / PMPI_Rsend_c(buf: *const c_void, count: Count, datatype: Datatype, dest: c_int, tag: c_int, comm: Comm) -> c_int => rsend_c;
     fn MPI_Irsend / PMPI_Irsend(buf: *const c_void, count: c_int, datatype: Datatype, dest: c_int, tag: c_int, comm: Comm, request: *mut Request) -> c_int => irsend;
     fn MPI_Irsend_c / PMPI_Irsend_c(buf: *const c_void, count: Count, datatype: Datatype, dest: c_int, tag: c_int, comm: Comm, request: *mut Request) -> c_int => irsend_c;
+    fn MPI_Buffer_detach / PMPI_Buffer_detach(buffer_addr: *mut c_void, size: *mut c_int) -> c_int => buffer_detach;
+    fn MPI_Buffer_detach_c / PMPI_Buffer_detach_c(buffer_addr: *mut c_void, size: *mut Count) -> c_int => buffer_detach_c;
+    fn MPI_Comm_detach_buffer / PMPI_Comm_detach_buffer(comm: Comm, buffer_addr: *mut c_void, size: *mut c_int) -> c_int => comm_detach_buffer;
+    fn MPI_Comm_detach_buffer_c / PMPI_Comm_detach_buffer_c(comm: Comm, buffer_addr: *mut c_void, size: *mut Count) -> c_int => comm_detach_buffer_c;
 }

@@ -50,6 +50,9 @@ pub struct Comm {
     /// Set on an intercommunicator (then `world` is the remote group and `rank` this
     /// process's rank in the local group; see `crate::intercomm`).
     inter: std::sync::OnceLock<Box<Inter>>,
+    /// The process topology (`MPI_Cart_create` and friends), set once before the handle is
+    /// published; `MPI_Comm_dup` copies it.
+    proc_topo: std::sync::OnceLock<Arc<crate::process_topology::ProcTopo>>,
 }
 
 /// What makes a [`Comm`] an intercommunicator (built by `crate::intercomm`).
@@ -119,6 +122,7 @@ impl Comm {
             cuda_calls: std::sync::atomic::AtomicU32::new(0),
             topo: std::sync::OnceLock::new(),
             inter: std::sync::OnceLock::new(),
+            proc_topo: std::sync::OnceLock::new(),
         }
     }
 
@@ -137,6 +141,18 @@ impl Comm {
     /// The size of this process's group: the local group on an intercommunicator.
     pub fn local_size(&self) -> usize {
         self.inter().map_or(self.world.len(), |i| i.local.len())
+    }
+
+    /// The process topology, if the communicator was made with one.
+    pub fn proc_topo(&self) -> Option<&Arc<crate::process_topology::ProcTopo>> {
+        self.proc_topo.get()
+    }
+
+    /// Gives a new communicator (not yet published) its process topology.
+    pub fn with_proc_topo(self, t: Arc<crate::process_topology::ProcTopo>) -> Comm {
+        // A fresh `Comm` has none: the cell is empty, so `set` cannot fail.
+        let _ = self.proc_topo.set(t);
+        self
     }
 
     pub fn name(&self) -> String {
@@ -233,16 +249,20 @@ impl Comm {
         }
     }
 
-    /// `MPI_Comm_dup`: same group, new id, same error handler.
+    /// `MPI_Comm_dup`: same group, new id, same error handler, same process topology.
     pub fn dup(&self) -> Comm {
         let id = self.child_id(u64::MAX - 1);
-        Comm::new(
+        let c = Comm::new(
             id,
             self.rank,
             self.world.clone(),
             self.ep.clone(),
             self.errhandler.load(Ordering::Relaxed),
-        )
+        );
+        match self.proc_topo() {
+            Some(t) => c.with_proc_topo(t.clone()),
+            None => c,
+        }
     }
 
     /// `MPI_Comm_split`; `color < 0` is `MPI_UNDEFINED` (no new communicator for this rank).
@@ -325,6 +345,47 @@ impl Comm {
     }
 }
 
+/// How many communicators each key of [`create_tagged`] has made in this process.
+static TAGGED: Mutex<Vec<(u64, u64)>> = Mutex::new(Vec::new());
+
+/// A communicator of the world ranks `members` (in that order) made by a call that only the
+/// members take part in (`MPI_Comm_create_group`, `MPI_Comm_create_from_group`), so no
+/// parent counter is shared by all callers. Its id hashes `key` (the call's tag and parent),
+/// the member list, and how many times this process has made one with the same key and
+/// members: every member makes the same sequence of such calls for one (tag, group) (MPI
+/// requires concurrent calls to use distinct tags), so the members agree without talking.
+/// `None` when world rank `me` is not a member.
+pub fn create_tagged(
+    key: &[u8],
+    members: &[usize],
+    me: usize,
+    ep: Arc<Endpoint>,
+    errhandler: i32,
+) -> Option<Comm> {
+    let rank = members.iter().position(|&w| w == me)?;
+    let mut bytes = key.to_vec();
+    bytes.extend(members.iter().flat_map(|&w| (w as u64).to_le_bytes()));
+    let base = hash_bytes(&bytes);
+    let n = {
+        let mut t = TAGGED.lock();
+        match t.iter_mut().find(|(k, _)| *k == base) {
+            Some((_, n)) => {
+                *n += 1;
+                *n
+            }
+            None => {
+                t.push((base, 0));
+                0
+            }
+        }
+    };
+    let mut id = mix(base ^ mix(n.wrapping_add(0x7461_6767_6564)));
+    if id == SELF_ID || id == 0 {
+        id ^= 1;
+    }
+    Some(Comm::new(id, rank, members.to_vec(), ep, errhandler))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -357,6 +418,13 @@ mod tests {
         assert!(w.create(&[]).unwrap().is_none());
         assert_eq!(w.create(&[1]).err().map(|e| e.class), Some(Class::Group));
         c.set_name(&"é".repeat(100));
+        let ep = c.ep.clone();
+        let t1 = create_tagged(b"t", &[3, 0], 0, ep.clone(), 0).unwrap();
+        let t2 = create_tagged(b"t", &[3, 0], 0, ep.clone(), 0).unwrap();
+        let t3 = create_tagged(b"u", &[3, 0], 0, ep.clone(), 0).unwrap();
+        assert_eq!((t1.rank, t1.world.clone()), (1, vec![3, 0]));
+        assert!(t1.id != t2.id && t1.id != t3.id && t2.id != t3.id);
+        assert!(create_tagged(b"t", &[3, 1], 0, ep, 0).is_none());
         assert_eq!(c.name().len(), 126);
     }
 }

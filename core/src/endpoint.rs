@@ -17,13 +17,13 @@
 //! from a link, whoever reads it, and recorded here for every wait to see.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
 
 use crate::error::{Error, Result};
-use crate::frame::{FrameHeader, Signature};
+use crate::frame::{FrameHeader, Signature, FLAG_SYNC_ACK};
 use crate::health::{Notices, PeerMeta};
 use crate::transport::shm::Segment;
 use crate::transport::{CmaSend, Link};
@@ -48,10 +48,7 @@ pub struct P2pKey {
 impl P2pKey {
     /// `h` is the first fragment of a message this key accepts.
     pub fn starts(&self, h: &FrameHeader) -> bool {
-        h.is_p2p()
-            && h.comm_id == self.comm_id
-            && h.offset == 0
-            && self.tag.is_none_or(|t| t == h.tag)
+        h.is_p2p_first() && h.comm_id == self.comm_id && self.tag.is_none_or(|t| t == h.tag)
     }
 }
 
@@ -126,6 +123,10 @@ pub struct Endpoint {
     notices: Notices,
     /// In `MPI_Finalize`: peers may leave cleanly, only those waited for are watched.
     finalizing: AtomicBool,
+    /// Acknowledgements of synchronous messages owed: (world rank, header).
+    acks: Mutex<Vec<(usize, FrameHeader)>>,
+    /// `acks.len()`, read without the lock.
+    n_acks: AtomicUsize,
 }
 
 impl Endpoint {
@@ -142,6 +143,8 @@ impl Endpoint {
             hosts: Vec::new(),
             notices: Notices::default(),
             finalizing: AtomicBool::new(false),
+            acks: Mutex::new(Vec::new()),
+            n_acks: AtomicUsize::new(0),
         }
     }
 
@@ -165,6 +168,8 @@ impl Endpoint {
             hosts: Vec::new(),
             notices: Notices::default(),
             finalizing: AtomicBool::new(false),
+            acks: Mutex::new(Vec::new()),
+            n_acks: AtomicUsize::new(0),
         }
     }
 
@@ -383,7 +388,7 @@ impl Endpoint {
         want: &mut dyn FnMut(&FrameHeader) -> bool,
         take: &mut dyn FnMut(&FrameHeader, &[u8]) -> Result<bool>,
     ) -> Result<()> {
-        let mut first = |h: &FrameHeader| Ok(h.is_p2p() && h.offset == 0 && want(h));
+        let mut first = |h: &FrameHeader| Ok(h.is_p2p_first() && want(h));
         self.poll_with(peer, &mut first, take)?;
         Ok(())
     }
@@ -401,6 +406,44 @@ impl Endpoint {
             Ok(h.is_p2p() && h.comm_id == comm_id && h.seq == seq && h.offset > 0)
         };
         Ok(self.poll_with(peer, &mut want, take)?.0)
+    }
+
+    /// Takes the acknowledgement of synchronous message `seq` of `comm_id` sent to `peer`, if
+    /// it has come; frames read on the way are queued.
+    pub fn p2p_take_ack(&self, peer: usize, comm_id: u64, seq: u64) -> Result<bool> {
+        let mut want = |h: &FrameHeader| {
+            Ok(h.is_p2p() && h.flags & FLAG_SYNC_ACK != 0 && h.comm_id == comm_id && h.seq == seq)
+        };
+        Ok(self.poll_with(peer, &mut want, &mut |_, _| Ok(false))?.0)
+    }
+
+    /// Owes `peer` the acknowledgement `hdr` of a synchronous message just matched. Matching
+    /// runs under a source's lock, where nothing can be sent (the link may be full, or the
+    /// message came from this rank itself): it goes out at the next [`Endpoint::p2p_flush_acks`].
+    pub fn p2p_queue_ack(&self, peer: usize, hdr: FrameHeader) {
+        let mut acks = self.acks.lock();
+        acks.push((peer, hdr));
+        self.n_acks.store(acks.len(), Ordering::SeqCst);
+    }
+
+    /// Sends the acknowledgements owed (those whose link has no room stay owed). Cheap when
+    /// none is: every wait calls it. Best effort: an acknowledgement to a peer whose link has
+    /// failed is dropped (nobody waits for it any more), as `drain` leaves failures to the
+    /// operation that needs the peer.
+    pub fn p2p_flush_acks(&self) {
+        if self.n_acks.load(Ordering::SeqCst) == 0 {
+            return;
+        }
+        let mut acks = self.acks.lock();
+        acks.retain(|(peer, hdr)| {
+            let sent = if *peer == self.rank {
+                self.p2p_post_local(hdr, Vec::new()).map(|_| true)
+            } else {
+                self.try_send(*peer, hdr, &[])
+            };
+            matches!(sent, Ok(false))
+        });
+        self.n_acks.store(acks.len(), Ordering::SeqCst);
     }
 
     /// The first-fragment header of the oldest message from `peer` that `key` accepts, left

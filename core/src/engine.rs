@@ -774,6 +774,9 @@ pub fn drive<W: Wait + ?Sized>(ep: &Endpoint, w: &mut W) -> Result<()> {
     let mut idle_since: Option<Instant> = None;
     let mut watchdog: Option<Watchdog> = None;
     loop {
+        // Acknowledgements of synchronous messages this rank matched wait for room on their
+        // link; whatever this rank waits for, its peer may be waiting for one of them.
+        ep.p2p_flush_acks();
         match w.poll(false)? {
             Step::Done => return Ok(()),
             Step::Moved => {

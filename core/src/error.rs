@@ -36,11 +36,12 @@ pub enum Class {
     InfoNokey = 31,
     UnsupportedOperation = 44,
     Keyval = 48,
+    Session = 75,
 }
 
 /// Highest class value `MPI_Error_class`/`MPI_Error_string` accept (`MPI_ERR_LASTCODE` is
 /// larger, but hcomm returns classes as codes).
-pub const LAST_CLASS: i32 = 74;
+pub const LAST_CLASS: i32 = 77;
 
 impl Class {
     pub fn name(self) -> &'static str {
@@ -67,6 +68,7 @@ impl Class {
             Pending => "MPI_ERR_PENDING",
             Request => "MPI_ERR_REQUEST",
             Info => "MPI_ERR_INFO",
+            Session => "MPI_ERR_SESSION",
             InfoKey => "MPI_ERR_INFO_KEY",
             InfoValue => "MPI_ERR_INFO_VALUE",
             InfoNokey => "MPI_ERR_INFO_NOKEY",
@@ -100,6 +102,7 @@ impl Class {
             Pending => "Pending request",
             Request => "Invalid MPI_Request",
             Info => "Invalid info object",
+            Session => "Invalid session handle",
             InfoKey => "Invalid info key",
             InfoValue => "Invalid info value",
             InfoNokey => "Key not defined in info object",
@@ -137,6 +140,7 @@ impl Class {
             31 => InfoNokey,
             44 => UnsupportedOperation,
             48 => Keyval,
+            75 => Session,
             _ => return None,
         })
     }

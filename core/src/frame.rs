@@ -18,7 +18,13 @@
 //! | `root` | the sender's rank in the communicator (`MPI_SOURCE` of the receiver's status) |
 //! | `dtype` | the sender's datatype handle (informational) |
 //! | `reserved[0..8]` | the message's size in MPI's sense (type size × count, little-endian u64): what a status reports; differs from `count` only for types with padding (`MPI_DOUBLE_INT`, ...) |
-//! | `op`, `flags` | 0 |
+//! | `op` | 0 |
+//! | `flags` | [`FLAG_SYNC`] on the first fragment of a synchronous-mode send; [`FLAG_SYNC_ACK`] on an acknowledgement (see below) |
+//!
+//! Synchronous mode (`MPI_Ssend`): the receiver that matches a message flagged [`FLAG_SYNC`]
+//! answers with an empty `P2p` frame flagged [`FLAG_SYNC_ACK`] carrying the message's
+//! `comm_id` and `seq`; the send completes when it arrives. Acknowledgements are never
+//! offered to receives ([`FrameHeader::is_p2p_first`]).
 //!
 //! Collective frames keep the whole message's length in `reserved[8..16]` ([`FrameHeader::msg_len`]).
 //!
@@ -28,6 +34,12 @@
 /// `flags`: a single-copy control frame ([`crate::transport::Link::try_send_cma`]): the
 /// payload is the message's address in the sender and a ticket, not the message.
 pub const FLAG_CMA: u32 = 1;
+
+/// `flags` of a point-to-point message's first fragment: the sender waits for an
+/// acknowledgement of the match (`MPI_Ssend`).
+pub const FLAG_SYNC: u32 = 2;
+/// `flags`: an acknowledgement of the synchronous message (`comm_id`, `seq`) (no payload).
+pub const FLAG_SYNC_ACK: u32 = 4;
 
 /// "HC" little-endian.
 pub const MAGIC: u16 = 0x4348;
@@ -61,6 +73,12 @@ pub enum Kind {
     Alltoallv = 22,
     Scan = 23,
     Exscan = 24,
+    Alltoallw = 25,
+    NeighborAllgather = 26,
+    NeighborAllgatherv = 27,
+    NeighborAlltoall = 28,
+    NeighborAlltoallv = 29,
+    NeighborAlltoallw = 30,
 }
 
 impl Kind {
@@ -85,6 +103,12 @@ impl Kind {
             Kind::Alltoallv => "MPI_Alltoallv",
             Kind::Scan => "MPI_Scan",
             Kind::Exscan => "MPI_Exscan",
+            Kind::Alltoallw => "MPI_Alltoallw",
+            Kind::NeighborAllgather => "MPI_Neighbor_allgather",
+            Kind::NeighborAllgatherv => "MPI_Neighbor_allgatherv",
+            Kind::NeighborAlltoall => "MPI_Neighbor_alltoall",
+            Kind::NeighborAlltoallv => "MPI_Neighbor_alltoallv",
+            Kind::NeighborAlltoallw => "MPI_Neighbor_alltoallw",
         }
     }
 
@@ -109,6 +133,12 @@ impl Kind {
             22 => Kind::Alltoallv,
             23 => Kind::Scan,
             24 => Kind::Exscan,
+            25 => Kind::Alltoallw,
+            26 => Kind::NeighborAllgather,
+            27 => Kind::NeighborAllgatherv,
+            28 => Kind::NeighborAlltoall,
+            29 => Kind::NeighborAlltoallv,
+            30 => Kind::NeighborAlltoallw,
             _ => return None,
         })
     }
@@ -227,6 +257,22 @@ impl FrameHeader {
         h
     }
 
+    /// The acknowledgement, sent by world rank `src`, of the synchronous message whose first
+    /// fragment is `first`.
+    pub fn p2p_ack(first: &FrameHeader, src: u32) -> Self {
+        FrameHeader {
+            magic: MAGIC,
+            version: VERSION,
+            kind: Kind::P2p as u8,
+            flags: FLAG_SYNC_ACK,
+            comm_id: first.comm_id,
+            seq: first.seq,
+            tag: first.tag,
+            src,
+            ..Default::default()
+        }
+    }
+
     /// Collective frames: the length in bytes of the whole message this fragment belongs to
     /// (`reserved[8..16]`), so a receiver expecting a different length fails at the first
     /// fragment instead of waiting for bytes that never come (mismatched v-variant counts).
@@ -240,6 +286,12 @@ impl FrameHeader {
 
     pub fn is_p2p(&self) -> bool {
         self.kind == Kind::P2p as u8
+    }
+
+    /// The first fragment of a point-to-point message (what matching is offered); not an
+    /// acknowledgement.
+    pub fn is_p2p_first(&self) -> bool {
+        self.is_p2p() && self.offset == 0 && self.flags & FLAG_SYNC_ACK == 0
     }
 
     /// A failure notice for collective call `seq` of communicator `comm_id` (the payload is

@@ -104,6 +104,100 @@ impl Group {
         ))
     }
 
+    /// `MPI_Group_union`: every member of this group in its order, then the members of
+    /// `other` that are not in this group, in `other`'s order.
+    pub fn union(&self, other: &Group) -> Group {
+        let mut world = self.world.clone();
+        world.extend(other.world.iter().filter(|w| !self.world.contains(w)));
+        Group::new(world)
+    }
+
+    /// `MPI_Group_intersection`: the members of this group that are also in `other`, in this
+    /// group's order.
+    pub fn intersection(&self, other: &Group) -> Group {
+        Group::new(
+            self.world
+                .iter()
+                .copied()
+                .filter(|w| other.world.contains(w))
+                .collect(),
+        )
+    }
+
+    /// `MPI_Group_difference`: the members of this group that are not in `other`, in this
+    /// group's order.
+    pub fn difference(&self, other: &Group) -> Group {
+        Group::new(
+            self.world
+                .iter()
+                .copied()
+                .filter(|w| !other.world.contains(w))
+                .collect(),
+        )
+    }
+
+    /// Expands `MPI_Group_range_incl`/`_excl` triplets `(first, last, stride)` into ranks,
+    /// triplet by triplet. Each triplet's ranks must lie in the group (`first` and `last`
+    /// included, even when the stride steps past `last`), the stride must not be 0, and no
+    /// rank may appear twice over all triplets (MPI-4 §7.3.2).
+    /// The stride's sign must agree with `last - first`.
+    pub fn expand_ranges(&self, ranges: &[[i32; 3]]) -> Result<Vec<usize>> {
+        let n = self.size() as i64;
+        let mut seen = vec![false; self.size()];
+        let mut out = Vec::new();
+        for (i, &[first, last, stride]) in ranges.iter().enumerate() {
+            for (what, r) in [("first", first), ("last", last)] {
+                if !(0..n).contains(&(r as i64)) {
+                    return Err(Error::new(
+                        Class::Rank,
+                        format!("ranges[{i}] {what} = {r} is not a rank of a group of size {n}"),
+                    ));
+                }
+            }
+            // A stride that leads away from `last` has no meaning in MPI (MPICH rejects it).
+            if stride == 0 || (first < last && stride < 0) || (first > last && stride > 0) {
+                return Err(Error::new(
+                    Class::Arg,
+                    format!("ranges[{i}] = ({first}, {last}, {stride}): the stride does not lead from first to last"),
+                ));
+            }
+            let (mut r, last, stride) = (first as i64, last as i64, stride as i64);
+            while (stride > 0 && r <= last) || (stride < 0 && r >= last) {
+                if std::mem::replace(&mut seen[r as usize], true) {
+                    return Err(Error::new(
+                        Class::Rank,
+                        format!("ranges[{i}] names rank {r}, which an earlier range named too"),
+                    ));
+                }
+                out.push(r as usize);
+                r += stride;
+            }
+        }
+        Ok(out)
+    }
+
+    /// `MPI_Group_range_incl`: the ranks of the triplets, in triplet order.
+    pub fn range_incl(&self, ranges: &[[i32; 3]]) -> Result<Group> {
+        let idx = self.expand_ranges(ranges)?;
+        Ok(Group::new(idx.iter().map(|&i| self.world[i]).collect()))
+    }
+
+    /// `MPI_Group_range_excl`: the members not named by a triplet, in this group's order.
+    pub fn range_excl(&self, ranges: &[[i32; 3]]) -> Result<Group> {
+        let mut drop = vec![false; self.size()];
+        for i in self.expand_ranges(ranges)? {
+            drop[i] = true;
+        }
+        Ok(Group::new(
+            self.world
+                .iter()
+                .zip(drop)
+                .filter(|&(_, d)| !d)
+                .map(|(&w, _)| w)
+                .collect(),
+        ))
+    }
+
     /// `MPI_Group_translate_ranks`: for each rank of this group, its rank in `other`, or
     /// `undefined` when it is not a member there; `proc_null` maps to itself.
     pub fn translate(
@@ -204,5 +298,45 @@ mod tests {
         assert_eq!(a.compare(&Group::new(vec![2, 0, 1])), Compare::Similar);
         assert_eq!(a.compare(&Group::new(vec![0, 1])), Compare::Unequal);
         assert_eq!(Group::empty().compare(&Group::empty()), Compare::Ident);
+    }
+
+    #[test]
+    fn set_operations_keep_mpi_order() {
+        let a = Group::new(vec![5, 1, 3, 7]);
+        let b = Group::new(vec![7, 2, 1, 9]);
+        assert_eq!(a.union(&b).world, vec![5, 1, 3, 7, 2, 9]);
+        assert_eq!(b.union(&a).world, vec![7, 2, 1, 9, 5, 3]);
+        assert_eq!(a.intersection(&b).world, vec![1, 7]);
+        assert_eq!(b.intersection(&a).world, vec![7, 1]);
+        assert_eq!(a.difference(&b).world, vec![5, 3]);
+        assert_eq!(a.difference(&a).size(), 0);
+        assert_eq!(Group::empty().union(&a), a);
+    }
+
+    #[test]
+    fn ranges() {
+        let g = Group::new((10..20).collect());
+        assert_eq!(
+            g.range_incl(&[[0, 9, 4], [7, 5, -1]]).unwrap().world,
+            vec![10, 14, 18, 17, 16, 15]
+        );
+        // A stride may step past `last`; a single rank is (r, r, 1).
+        assert_eq!(
+            g.range_incl(&[[1, 2, 5], [9, 9, 1]]).unwrap().world,
+            vec![11, 19]
+        );
+        assert_eq!(g.range_incl(&[[5, 2, 1]]).unwrap_err().class, Class::Arg);
+        assert_eq!(
+            g.range_excl(&[[0, 9, 2]]).unwrap().world,
+            vec![11, 13, 15, 17, 19]
+        );
+        assert_eq!(g.range_excl(&[[0, 9, 1]]).unwrap().size(), 0);
+        assert_eq!(g.range_incl(&[[0, 10, 1]]).unwrap_err().class, Class::Rank);
+        assert_eq!(g.range_incl(&[[-1, 3, 1]]).unwrap_err().class, Class::Rank);
+        assert_eq!(g.range_incl(&[[0, 3, 0]]).unwrap_err().class, Class::Arg);
+        assert_eq!(
+            g.range_excl(&[[0, 4, 2], [4, 6, 1]]).unwrap_err().class,
+            Class::Rank
+        );
     }
 }

@@ -24,6 +24,7 @@ pub mod intercomm;
 pub mod log;
 pub mod p2p;
 pub mod param;
+pub mod process_topology;
 pub mod progress;
 pub mod reduce;
 pub mod request;

@@ -1,4 +1,5 @@
-//! Point-to-point messaging: `MPI_Send`, `MPI_Recv`, `MPI_Sendrecv`, `MPI_Probe`.
+//! Point-to-point messaging: `MPI_Send`, `MPI_Recv`, `MPI_Sendrecv`, `MPI_Probe`, the
+//! synchronous mode ([`Mode`]), matched probe ([`Matched`]) and `MPI_Isendrecv` ([`SendrecvOp`]).
 //!
 //! A message travels as one or more [`Kind::P2p`](crate::frame::Kind) frames over the same
 //! links as collective frames (the header fields are described in [`crate::frame`]). The first
@@ -43,6 +44,14 @@
 //! is never overtaken by a later receive, whoever does the matching. A posted receive that has
 //! claimed nothing can be cancelled.
 //!
+//! Synchronous mode (`MPI_Ssend`, `MPI_Issend`): the first fragment carries
+//! [`FLAG_SYNC`]; whichever receive or matched probe claims the message owes the sender an
+//! acknowledgement ([`FrameHeader::p2p_ack`]). The claim happens under the source's lock, where
+//! nothing may be sent (the message may be the rank's own, or the link full), so the
+//! acknowledgement is queued on the endpoint and sent right after the matching pass, or by
+//! the next wait of any kind (every [`drive`] and progress loop flushes what is owed). The send
+//! completes when every fragment is out and the acknowledgement is in.
+//!
 //! Waiting uses the engine's spin-then-sleep loop ([`crate::engine::drive`]) on the rank's
 //! doorbell. Nothing here holds a lock across a wait, so threads may send and receive
 //! concurrently (on different communicators or tags, as MPI requires for determinism).
@@ -57,11 +66,15 @@ use crate::datatype::Datatype;
 use crate::endpoint::{Endpoint, P2pKey};
 use crate::engine::{drive, FnWait, Step, Wait};
 use crate::error::{Error, Result};
-use crate::frame::FrameHeader;
+use crate::frame::{FrameHeader, FLAG_SYNC};
 use crate::request::{Completion, Op};
 
+mod matched;
 mod matching;
+mod pair;
+pub use matched::{imrecv, mprobe, mrecv, Matched, MrecvOp};
 use matching::{match_in_order, Matcher};
+pub use pair::SendrecvOp;
 
 /// Largest fragment a rank queues for itself (the header's `len` is 32 bits).
 const LOCAL_FRAG: usize = 16 << 20;
@@ -164,12 +177,27 @@ fn wait_for<'c, P: FnMut(bool) -> Result<Step>>(
     }
 }
 
-/// `MPI_Send` to comm rank `dest`: returns once every fragment is posted.
-pub fn send(comm: &Comm, dest: usize, tag: u32, msg: &Outgoing) -> Result<()> {
-    let mut op = SendOp::new(comm, dest, tag, msg)?;
+/// How a send completes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Once every fragment is posted (`MPI_Send`, `MPI_Rsend`, and the buffered sends, which
+    /// send from the attached buffer).
+    Standard,
+    /// Once, besides, the receiver has matched the message (`MPI_Ssend`): it acknowledges.
+    Synchronous,
+}
+
+/// `MPI_Send` (`MPI_Ssend` for [`Mode::Synchronous`]) to comm rank `dest`: returns once every
+/// fragment is posted (and, synchronous, the match acknowledged).
+pub fn send(comm: &Comm, dest: usize, tag: u32, msg: &Outgoing, mode: Mode) -> Result<()> {
+    let mut op = SendOp::new(comm, dest, tag, msg, mode)?;
+    let what = match mode {
+        Mode::Standard => "MPI_Send",
+        Mode::Synchronous => "MPI_Ssend",
+    };
     drive(
         &comm.ep,
-        &mut wait_for(comm, "MPI_Send", Some(dest), None, |idle| {
+        &mut wait_for(comm, what, Some(dest), None, |idle| {
             let moved = op.advance(idle)?;
             Ok(step_of(op.finished(), moved))
         }),
@@ -198,7 +226,7 @@ pub fn sendrecv(
     recv: Option<(Source, Option<u32>, &Incoming)>,
 ) -> Result<Option<Received>> {
     let mut s = match send {
-        Some((dest, tag, msg)) => Some(SendOp::new(comm, dest, tag, msg)?),
+        Some((dest, tag, msg)) => Some(SendOp::new(comm, dest, tag, msg, Mode::Standard)?),
         None => None,
     };
     let mut r = recv.map(|(src, tag, into)| RecvOp::new(comm, src, tag, into));
@@ -221,6 +249,57 @@ pub fn sendrecv(
         }),
     )?;
     Ok(r.map(|r| r.result.expect("finished")))
+}
+
+/// Many sends and receives on `comm` that progress together in one loop (the point-to-point
+/// part of collectives whose peers are not this rank's own group, such as those of
+/// intercommunicators): returns once every send is posted and every receive has its message,
+/// the receives' results in order. `what` names the call in messages about a stalled wait.
+pub fn exchange(
+    comm: &Comm,
+    what: &'static str,
+    sends: &[(usize, u32, Outgoing)],
+    recvs: &[(usize, u32, Incoming)],
+) -> Result<Vec<Received>> {
+    let mut s: Vec<SendOp> = sends
+        .iter()
+        .map(|(dest, tag, msg)| SendOp::new(comm, *dest, *tag, msg, Mode::Standard))
+        .collect::<Result<_>>()?;
+    let mut r: Vec<RecvOp> = recvs
+        .iter()
+        .map(|(src, tag, into)| RecvOp::new(comm, Source::Rank(*src), Some(*tag), into))
+        .collect();
+    let mut w = FnWait {
+        poll: |idle: bool| {
+            let (mut moved, mut done) = (false, true);
+            // Sends first, as in `sendrecv`: a drain a send does may queue what a receive wants.
+            for op in s.iter_mut().filter(|op| !op.finished()) {
+                moved |= op.advance(idle)?;
+                done &= op.finished();
+            }
+            for op in r.iter_mut().filter(|op| op.result.is_none()) {
+                moved |= op.advance()?;
+                done &= op.result.is_some();
+            }
+            Ok(step_of(done, moved))
+        },
+        describe: || {
+            format!(
+                "{what} on {}, sending to {} and receiving from {} ranks",
+                crate::health::comm_label(comm.id),
+                sends.len(),
+                recvs.len()
+            )
+        },
+        blocked_on: |out: &mut Vec<usize>| {
+            out.extend(sends.iter().map(|(d, _, _)| comm.world[*d]));
+            out.extend(recvs.iter().map(|(s, _, _)| comm.world[*s]));
+        },
+    };
+    drive(&comm.ep, &mut w)?;
+    Ok(r.into_iter()
+        .map(|op| op.result.expect("finished"))
+        .collect())
 }
 
 /// `MPI_Probe` (`blocking`) / `MPI_Iprobe`: the envelope of the message a receive with the same
@@ -308,10 +387,19 @@ struct SendOp<'a> {
     done: usize,
     started: bool,
     frag: usize,
+    mode: Mode,
+    /// The receiver acknowledged the match (synchronous mode).
+    acked: bool,
 }
 
 impl<'a> SendOp<'a> {
-    fn new(comm: &'a Comm, dest: usize, tag: u32, msg: &Outgoing) -> Result<SendOp<'a>> {
+    fn new(
+        comm: &'a Comm,
+        dest: usize,
+        tag: u32,
+        msg: &Outgoing,
+        mode: Mode,
+    ) -> Result<SendOp<'a>> {
         let ep = &*comm.ep;
         let peer = comm.world[dest];
         let frag = if peer == ep.rank {
@@ -319,7 +407,7 @@ impl<'a> SendOp<'a> {
         } else {
             ep.max_payload(peer)?
         };
-        let hdr = FrameHeader::p2p(
+        let mut hdr = FrameHeader::p2p(
             comm.id,
             ep.p2p_next_seq(peer)?,
             tag,
@@ -329,6 +417,9 @@ impl<'a> SendOp<'a> {
             msg.len as u64,
             msg.mpi_bytes,
         );
+        if mode == Mode::Synchronous {
+            hdr.flags |= FLAG_SYNC;
+        }
         Ok(SendOp {
             ep,
             peer,
@@ -338,18 +429,25 @@ impl<'a> SendOp<'a> {
             done: 0,
             started: false,
             frag: frag.max(1),
+            mode,
+            acked: false,
         })
     }
 
-    fn finished(&self) -> bool {
+    /// Every fragment is out.
+    fn posted(&self) -> bool {
         self.started && self.done == self.len
+    }
+
+    fn finished(&self) -> bool {
+        self.posted() && (self.mode == Mode::Standard || self.acked)
     }
 
     /// Posts as many fragments as there is room for. When none fits and this is the last poll
     /// before a sleep (`idle`), drains every link so a peer blocked sending to us can go on.
     fn advance(&mut self, idle: bool) -> Result<bool> {
         let mut moved = false;
-        while !self.finished() {
+        while !self.posted() {
             let n = (self.len - self.done).min(self.frag);
             self.hdr.offset = self.done as u64;
             let payload: &[u8] = if n == 0 {
@@ -368,6 +466,12 @@ impl<'a> SendOp<'a> {
             self.done += n;
             moved = true;
         }
+        if self.posted() && !self.finished() {
+            self.acked = self
+                .ep
+                .p2p_take_ack(self.peer, self.hdr.comm_id, self.hdr.seq)?;
+            moved |= self.acked;
+        }
         if idle && !moved && !self.finished() {
             for p in (0..self.ep.size).filter(|&p| p != self.ep.rank) {
                 self.ep.drain(p)?;
@@ -378,7 +482,7 @@ impl<'a> SendOp<'a> {
 }
 
 /// A message being received: where it comes from and how much of it is in.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 struct Claim {
     /// World rank of the sender.
     peer: usize,
@@ -386,6 +490,9 @@ struct Claim {
     env: Envelope,
     total: usize,
     got: usize,
+    /// The first fragment's payload, kept when a matched probe claimed the message (it has no
+    /// buffer yet); stored by the receive that follows.
+    head: Option<Vec<u8>>,
 }
 
 /// The receive half of a point-to-point operation.
@@ -397,6 +504,8 @@ struct RecvOp<'a> {
     claim: Option<Claim>,
     rotate: usize,
     result: Option<Received>,
+    /// A matched probe: claims a message (keeping its first fragment) and stops there.
+    probe: bool,
 }
 
 impl<'a> RecvOp<'a> {
@@ -412,6 +521,7 @@ impl<'a> RecvOp<'a> {
             claim: None,
             rotate: 0,
             result: None,
+            probe: false,
         }
     }
 
@@ -428,10 +538,14 @@ impl<'a> RecvOp<'a> {
             } else if let Some((_, e)) = match_in_order(&mut [self.matcher(false)]).pop() {
                 return Err(e);
             }
+            self.comm.ep.p2p_flush_acks();
             if self.claim.is_none() {
                 return Ok(false);
             }
             moved = true;
+        }
+        if self.probe {
+            return Ok(moved);
         }
         let into = self.into;
         let comm_id = self.comm.id;
@@ -479,6 +593,7 @@ impl<'a> RecvOp<'a> {
             rotate: &mut self.rotate,
             claim: &mut self.claim,
             out,
+            keep_head: self.probe,
         }
     }
 }
@@ -539,6 +654,9 @@ fn claim_posted(posted: &mut Vec<Arc<Posted>>, last: Option<&mut RecvOp<'_>>) ->
     }
     let keep: Vec<bool> = states.iter().map(|st| st.unclaimed()).collect();
     drop(states);
+    if let Some(p) = posted.first() {
+        p.comm.ep.p2p_flush_acks();
+    }
     let mut keep = keep.into_iter();
     posted.retain(|_| keep.next().unwrap_or(false));
     N_POSTED.store(posted.len(), Ordering::SeqCst);
@@ -672,18 +790,20 @@ pub struct IsendOp {
 // makes sure one thread at a time steps it.
 unsafe impl Send for IsendOp {}
 
-/// `MPI_Isend` to comm rank `dest`: returns once the first fragment is posted (so messages
-/// leave in call order); the rest is posted as the request is stepped.
+/// `MPI_Isend` (`MPI_Issend` for [`Mode::Synchronous`]) to comm rank `dest`: returns once the
+/// first fragment is posted (so messages leave in call order); the rest is posted as the
+/// request is stepped (and, synchronous, completes when the acknowledgement comes).
 pub fn isend(
     comm: Arc<Comm>,
     dest: usize,
     tag: u32,
     msg: &Outgoing,
+    mode: Mode,
     keep: Option<Box<dyn Send>>,
 ) -> Result<IsendOp> {
     // SAFETY: as in `irecv`: the `Arc` is stored next to the operation, which drops first.
     let c: &'static Comm = unsafe { &*Arc::as_ptr(&comm) };
-    let mut op = SendOp::new(c, dest, tag, msg)?;
+    let mut op = SendOp::new(c, dest, tag, msg, mode)?;
     drive(
         &c.ep,
         &mut wait_for(c, "MPI_Isend", Some(dest), None, |idle| {
@@ -838,7 +958,7 @@ mod tests {
                             mpi_bytes: 4,
                             dtype: 0,
                         };
-                        send(&comm, 0, tag, &msg).unwrap();
+                        send(&comm, 0, tag, &msg, Mode::Standard).unwrap();
                     }
                 })
             };
@@ -894,6 +1014,76 @@ mod tests {
         }
     }
 
+    fn bytes_msg(data: &[u8]) -> Outgoing {
+        Outgoing {
+            buf: data.as_ptr(),
+            len: data.len(),
+            mpi_bytes: data.len() as u64,
+            dtype: 0,
+        }
+    }
+
+    /// `MPI_Issend` to oneself: not complete however often it is stepped until a receive
+    /// matches it (the acknowledgement then comes through the rank's own queue).
+    #[test]
+    fn synchronous_send_completes_only_after_the_match() {
+        let ep = Arc::new(Endpoint::singleton());
+        let comm = Arc::new(Comm::new(0x5359, 0, vec![0], ep, 0));
+        let data = [7u8; 3];
+        let mut op = isend(
+            comm.clone(),
+            0,
+            4,
+            &bytes_msg(&data),
+            Mode::Synchronous,
+            None,
+        )
+        .unwrap();
+        for _ in 0..100 {
+            assert_eq!(op.poll(true).unwrap(), Step::Idle);
+        }
+        // A probe does not match.
+        assert!(probe(&comm, Source::Any, None, false).unwrap().is_some());
+        assert_eq!(op.poll(true).unwrap(), Step::Idle);
+        let mut out = [0u8; 3];
+        let into = Incoming {
+            buf: out.as_mut_ptr(),
+            cap: 3,
+            dt: Datatype::new(ElemType::Byte, 1, 1),
+        };
+        recv(&comm, Source::Rank(0), Some(4), &into).unwrap();
+        assert_eq!(out, data);
+        assert_eq!(op.poll(false).unwrap(), Step::Done);
+        // The acknowledgement is no message.
+        assert!(probe(&comm, Source::Any, None, false).unwrap().is_none());
+    }
+
+    /// A matched probe takes its message out of matching: probes and receives see the next.
+    #[test]
+    fn matched_probe_removes_the_message_from_matching() {
+        let ep = Arc::new(Endpoint::singleton());
+        let comm = Arc::new(Comm::new(0x4d50, 0, vec![0], ep, 0));
+        let (a, b) = ([1u8, 2, 3], [4u8, 5, 6, 7, 8]);
+        send(&comm, 0, 7, &bytes_msg(&a), Mode::Standard).unwrap();
+        send(&comm, 0, 7, &bytes_msg(&b), Mode::Standard).unwrap();
+        let m = mprobe(&comm, Source::Any, None, true).unwrap().unwrap();
+        assert_eq!(m.envelope().mpi_bytes, 3);
+        let env = probe(&comm, Source::Any, None, false).unwrap().unwrap();
+        assert_eq!(env.mpi_bytes, 5);
+        let byte = Datatype::new(ElemType::Byte, 1, 1);
+        let mut out = [0u8; 8];
+        let into = Incoming {
+            buf: out.as_mut_ptr(),
+            cap: 8,
+            dt: byte,
+        };
+        let r = recv(&comm, Source::Any, Some(7), &into).unwrap();
+        assert_eq!((r.bytes, &out[..5]), (5, &b[..]));
+        assert!(mprobe(&comm, Source::Any, None, false).unwrap().is_none());
+        let r = mrecv(m, &into).unwrap();
+        assert_eq!((r.bytes, r.truncated, &out[..3]), (3, false, &a[..]));
+    }
+
     #[test]
     fn send_to_self_is_queued_and_received_in_order() {
         let ep = std::sync::Arc::new(Endpoint::singleton());
@@ -908,7 +1098,7 @@ mod tests {
                 mpi_bytes: data.len() as u64,
                 dtype: 0,
             };
-            send(&comm, 0, tag, &msg).unwrap();
+            send(&comm, 0, tag, &msg, Mode::Standard).unwrap();
         }
         let env = probe(&comm, Source::Any, Some(2), false).unwrap().unwrap();
         assert_eq!((env.source, env.tag, env.mpi_bytes), (0, 2, 5));

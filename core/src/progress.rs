@@ -112,6 +112,8 @@ fn progress_loop() {
             g.clone()
         };
         let ep = list[0].endpoint().clone();
+        // As in `engine::drive`: owed acknowledgements of synchronous messages go out.
+        ep.p2p_flush_acks();
         if advance_all(&list, false) {
             idle_since = None;
             continue;
@@ -159,6 +161,7 @@ pub fn wait_until(ep: &Endpoint, enough: impl Fn() -> bool) {
         if enough() {
             return;
         }
+        ep.p2p_flush_acks();
         let list = snapshot();
         if advance_all(&list, false) {
             idle_since = None;

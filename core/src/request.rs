@@ -15,6 +15,12 @@
 //! caller computes. The error is kept and surfaces from the `Wait`/`Test` that completes the
 //! request, prefixed with the request's call (`MPI_Iallreduce: lost rank 2 ...`).
 //!
+//! Persistent requests (`MPI_Send_init`, `MPI_Bcast_init`, ...) keep a [`Starter`] that builds
+//! a fresh op at every `MPI_Start`. Between a completion and the next start such a request is
+//! *inactive*: it counts as done with an empty outcome, so a wait on it returns at once, and the
+//! multi-request calls skip it as they skip `MPI_REQUEST_NULL`. Completing it makes it inactive
+//! again instead of releasing its handle.
+//!
 //! Handles are `int`s (MPICH ABI): `0x6c000000 | slot`, never `MPI_REQUEST_NULL`
 //! (`0x2c000000`). Freed slots are reused.
 
@@ -139,6 +145,9 @@ impl Op for Sched {
     }
 }
 
+/// Builds the op of a persistent request anew (a collective takes its call number then).
+pub type Starter = Box<dyn FnMut() -> Result<Box<dyn Op>> + Send>;
+
 /// A request: one outstanding nonblocking operation.
 pub struct Request {
     /// The MPI call that started it (`MPI_Iallreduce`), for messages.
@@ -152,6 +161,10 @@ pub struct Request {
     state: Mutex<State>,
     /// `HCOMM_PROFILE`: a nonblocking collective's record, until a wait or test completes it.
     profile: Mutex<Option<crate::stats::profile::Pending>>,
+    /// A persistent request's way to start (`None`: a one-shot request).
+    starter: Option<Mutex<Starter>>,
+    /// A persistent request between a completion and the next start.
+    inactive: AtomicBool,
 }
 
 struct State {
@@ -183,7 +196,74 @@ impl Request {
                 dog: None,
             }),
             profile: Mutex::new(None),
+            starter: None,
+            inactive: AtomicBool::new(false),
         }
+    }
+
+    /// An inactive persistent request: each [`Request::start`] runs a new op from `starter`.
+    pub fn persistent(
+        name: &'static str,
+        comm: c_int,
+        collective: bool,
+        ep: Arc<Endpoint>,
+        starter: Starter,
+    ) -> Request {
+        let mut r = Request::completed(name, comm, ep, Completion::empty());
+        r.collective = collective;
+        r.starter = Some(Mutex::new(starter));
+        r.inactive = AtomicBool::new(true);
+        r
+    }
+
+    pub fn is_persistent(&self) -> bool {
+        self.starter.is_some()
+    }
+
+    /// A persistent request that is not started (a wait returns at once with an empty status).
+    pub fn is_inactive(&self) -> bool {
+        self.inactive.load(Ordering::SeqCst)
+    }
+
+    /// `MPI_Start`: makes an inactive persistent request active with a new op (the caller then
+    /// hands it to [`crate::progress::start`]). An active or one-shot request is
+    /// `MPI_ERR_REQUEST`; a failure to build the op leaves the request inactive.
+    pub fn start(&self) -> Result<()> {
+        let Some(starter) = &self.starter else {
+            return Err(Error::new(
+                Class::Request,
+                format!("the {} request is not persistent", self.name),
+            ));
+        };
+        if !self.is_inactive() {
+            return Err(Error::new(
+                Class::Request,
+                format!(
+                    "the {} request is active (complete it before starting it again)",
+                    self.name
+                ),
+            ));
+        }
+        let op = (starter.lock())()?;
+        let mut g = self.state.lock();
+        g.op = Some(op);
+        g.outcome = None;
+        g.idle_since = None;
+        g.dog = None;
+        self.inactive.store(false, Ordering::SeqCst);
+        self.done.store(false, Ordering::SeqCst);
+        Ok(())
+    }
+
+    /// After the completion of a persistent request was reported: inactive again, with an
+    /// empty outcome. Returns false (and does nothing) for a one-shot request.
+    pub fn deactivate(&self) -> bool {
+        if self.starter.is_none() {
+            return false;
+        }
+        self.state.lock().outcome = Some(Ok(Completion::empty()));
+        self.inactive.store(true, Ordering::SeqCst);
+        true
     }
 
     /// With the profile record of a nonblocking collective (see [`crate::stats::profile`]).
@@ -212,6 +292,8 @@ impl Request {
                 dog: None,
             }),
             profile: Mutex::new(None),
+            starter: None,
+            inactive: AtomicBool::new(false),
         }
     }
 
@@ -397,5 +479,61 @@ mod tests {
         assert!(get(12345, "request").is_err());
         let h2 = insert(r).unwrap();
         remove(h2);
+    }
+
+    /// An op that completes at its first poll.
+    struct Instant(Completion);
+    impl Wait for Instant {
+        fn poll(&mut self, _last: bool) -> Result<Step> {
+            Ok(Step::Done)
+        }
+        fn describe(&self) -> String {
+            "instant".into()
+        }
+        fn blocked_on(&self, _out: &mut Vec<usize>) {}
+    }
+    impl Op for Instant {
+        fn complete(&mut self) -> Result<Completion> {
+            Ok(self.0)
+        }
+    }
+
+    #[test]
+    fn persistent_requests_cycle_between_inactive_and_active() {
+        let ep = Arc::new(Endpoint::singleton());
+        let mut starts = 0;
+        let done = Completion {
+            source: 3,
+            tag: 9,
+            bytes: 12,
+            ..Completion::empty()
+        };
+        let starter: Starter = Box::new(move || {
+            starts += 1;
+            Ok(Box::new(Instant(Completion {
+                bytes: starts,
+                ..done
+            })) as Box<dyn Op>)
+        });
+        let r = Request::persistent("MPI_Send_init", 0, false, ep.clone(), starter);
+        assert!(r.is_persistent() && r.is_inactive() && r.is_done());
+        assert_eq!(r.outcome().unwrap().unwrap(), Completion::empty());
+        for round in 1..=3u64 {
+            r.start().unwrap();
+            assert!(!r.is_inactive() && !r.is_done());
+            assert_eq!(
+                r.start().unwrap_err().class,
+                Class::Request,
+                "active: no second start"
+            );
+            assert!(r.advance(false));
+            assert_eq!(r.outcome().unwrap().unwrap().bytes, round);
+            assert!(r.deactivate());
+            assert!(r.is_inactive());
+            assert_eq!(r.outcome().unwrap().unwrap(), Completion::empty());
+        }
+        let one_shot = Request::completed("MPI_Isend", 0, ep, Completion::empty());
+        assert_eq!(one_shot.start().unwrap_err().class, Class::Request);
+        assert!(!one_shot.deactivate());
     }
 }

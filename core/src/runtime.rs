@@ -25,8 +25,30 @@ const INITIALIZING: u8 = 1;
 const INITIALIZED: u8 = 2;
 const FINALIZED: u8 = 3;
 
+/// The runtime's own state: the world is connected once per process, by whichever of
+/// `MPI_Init` or the first `MPI_Session_init` comes first, and torn down when neither the
+/// world model nor any session uses it any longer (it cannot be rebuilt: the job's other
+/// processes have gone on without this one).
 static STATE: AtomicU8 = AtomicU8::new(NOT_INITIALIZED);
 static RT: OnceLock<Runtime> = OnceLock::new();
+
+/// Who uses the runtime: the world model (`MPI_Init` … `MPI_Finalize`) and the live
+/// sessions. `MPI_Initialized`/`MPI_Finalized` speak of the world model only (MPI-4 §11.2.2:
+/// sessions do not make them true). Transitions hold the lock, so two threads that start
+/// sessions at once connect the world once.
+struct Users {
+    /// 0: `MPI_Init` not called; 1: initialized; 2: finalized.
+    world_model: u8,
+    sessions: usize,
+}
+
+static USERS: Mutex<Users> = Mutex::new(Users {
+    world_model: 0,
+    sessions: 0,
+});
+const WM_NONE: u8 = 0;
+const WM_ACTIVE: u8 = 1;
+const WM_DONE: u8 = 2;
 
 pub struct Runtime {
     pub world: Arc<Comm>,
@@ -39,40 +61,37 @@ pub struct Runtime {
     joined: Mutex<Joined>,
 }
 
+/// `MPI_Initialized`: whether `MPI_Init` (or `MPI_Init_thread`) has been called.
 pub fn is_initialized() -> bool {
-    STATE.load(Ordering::Acquire) >= INITIALIZED
+    USERS.lock().world_model != WM_NONE
 }
 
+/// `MPI_Finalized`: whether `MPI_Finalize` has been called.
 pub fn is_finalized() -> bool {
-    STATE.load(Ordering::Acquire) == FINALIZED
+    USERS.lock().world_model == WM_DONE
 }
 
-/// The runtime, if `MPI_Init` has completed and `MPI_Finalize` has not.
+/// The runtime, while the world model or a session uses it.
 pub fn get() -> Result<&'static Runtime> {
     match STATE.load(Ordering::Acquire) {
         INITIALIZED => Ok(RT.get().expect("initialized")),
-        FINALIZED => Err(Error::other("called after MPI_Finalize")),
-        _ => Err(Error::other("called before MPI_Init")),
+        FINALIZED => Err(Error::other(
+            "called after MPI_Finalize (or after the last MPI_Session_finalize)",
+        )),
+        _ => Err(Error::other("called before MPI_Init (or MPI_Session_init)")),
     }
 }
 
-/// `MPI_Init_thread`: sets up the world once. Returns the provided thread level.
-pub fn init(required: i32) -> Result<i32> {
-    if STATE
-        .compare_exchange(
-            NOT_INITIALIZED,
-            INITIALIZING,
-            Ordering::AcqRel,
-            Ordering::Acquire,
-        )
-        .is_err()
-    {
-        return Err(Error::other(if is_finalized() {
-            "MPI cannot be initialized again after MPI_Finalize"
-        } else {
-            "MPI is already initialized"
-        }));
+/// Connects the world unless it is up already. Returns the provided thread level.
+fn bring_up(required: i32) -> Result<i32> {
+    match STATE.load(Ordering::Acquire) {
+        INITIALIZED => return Ok(RT.get().expect("initialized").thread_level),
+        FINALIZED => return Err(Error::other(
+            "MPI cannot be initialized again after MPI_Finalize or the last MPI_Session_finalize",
+        )),
+        _ => {}
     }
+    STATE.store(INITIALIZING, Ordering::Release);
     match build(required) {
         Ok(rt) => {
             let level = rt.thread_level;
@@ -87,6 +106,46 @@ pub fn init(required: i32) -> Result<i32> {
     }
 }
 
+/// `MPI_Init_thread`: sets up the world once (unless a session has). Returns the provided
+/// thread level (a session's runtime provides `MPI_THREAD_MULTIPLE`).
+pub fn init(required: i32) -> Result<i32> {
+    let mut u = USERS.lock();
+    if u.world_model != WM_NONE {
+        return Err(Error::other(if u.world_model == WM_DONE {
+            "MPI cannot be initialized again after MPI_Finalize"
+        } else {
+            "MPI is already initialized"
+        }));
+    }
+    let level = bring_up(required)?;
+    u.world_model = WM_ACTIVE;
+    Ok(level)
+}
+
+/// `MPI_Session_init`: brings the world up if nothing has yet, and counts the session.
+/// Returns the provided thread level.
+pub fn session_init() -> Result<i32> {
+    let mut u = USERS.lock();
+    let level = bring_up(handles::THREAD_MULTIPLE)?;
+    u.sessions += 1;
+    Ok(level)
+}
+
+/// `MPI_Session_finalize`: the last user of the runtime tears it down as `MPI_Finalize`
+/// does (a barrier on the world first), so every process must end its sessions too.
+pub fn session_finalize() -> Result<()> {
+    let mut u = USERS.lock();
+    get()?;
+    u.sessions = u
+        .sessions
+        .checked_sub(1)
+        .ok_or_else(|| Error::intern("session count underflow"))?;
+    if u.sessions == 0 && u.world_model != WM_ACTIVE {
+        tear_down()?;
+    }
+    Ok(())
+}
+
 /// Preload mode: sets up the world once over a host-provided [`Exchange`] (rank `rank` of
 /// `size`, as the host MPI numbers them) instead of hcomm's own bootstrap. The world's error
 /// handler is `errhandler` (the interposer passes `MPI_ERRORS_RETURN` and routes errors to the
@@ -98,6 +157,7 @@ pub fn init_over(
     required: i32,
     errhandler: i32,
 ) -> Result<i32> {
+    let mut u = USERS.lock();
     if STATE
         .compare_exchange(
             NOT_INITIALIZED,
@@ -133,6 +193,7 @@ pub fn init_over(
             let level = rt.thread_level;
             let _ = RT.set(rt);
             STATE.store(INITIALIZED, Ordering::Release);
+            u.world_model = WM_ACTIVE;
             Ok(level)
         }
         Err(e) => {
@@ -142,10 +203,28 @@ pub fn init_over(
     }
 }
 
-/// `MPI_Finalize`: a barrier on the world, so no rank tears down while a peer still reads
-/// from it, then the state flips. Memory stays mapped until the process exits.
+/// `MPI_Finalize`: ends the world model; the runtime stays up while a session still uses
+/// it (the last `MPI_Session_finalize` tears it down then).
 pub fn finalize() -> Result<()> {
+    let mut u = USERS.lock();
+    get()?;
+    if u.world_model != WM_ACTIVE {
+        return Err(Error::other("MPI_Finalize without MPI_Init"));
+    }
+    u.world_model = WM_DONE;
+    if u.sessions == 0 {
+        tear_down()?;
+    }
+    Ok(())
+}
+
+/// Prints the statistics (when asked for), then a barrier on the world, so no rank tears
+/// down while a peer still reads from it, then the state flips. Memory stays mapped until the
+/// process exits.
+fn tear_down() -> Result<()> {
     let rt = get()?;
+    crate::stats::print_if_enabled(rt.world.rank as i32);
+    crate::stats::profile::finish(rt.world.rank as i32);
     // Peers that pass this barrier exit: their ends are not failures (crate::health).
     rt.world.ep.set_finalizing();
     crate::coll::barrier(&rt.world).map_err(|e| e.context("barrier in MPI_Finalize"))?;

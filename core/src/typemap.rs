@@ -25,6 +25,9 @@
 
 use crate::datatype::{Datatype, ElemType};
 
+pub mod arrays;
+mod external32;
+
 /// A predefined datatype as an entry of a typemap. `handle` is the ABI's handle for it (kept
 /// so a homogeneous derived type can travel, and be reduced, as its predefined type).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -38,12 +41,21 @@ pub struct Atom {
 impl Atom {
     /// The byte ranges `(offset, len)` of one atom that hold data: everything but the padding
     /// of a pair type (`MPI_SHORT_INT` = short, 2 bytes of padding, int).
-    fn segments(&self) -> [(usize, usize); 2] {
+    pub(crate) fn segments(&self) -> [(usize, usize); 2] {
         match self.dt.elem {
             ElemType::PairI16I32 => [(0, 2), (4, 4)],
             // Every other predefined type holds its data from its start on.
             _ => [(0, self.dt.size), (0, 0)],
         }
+    }
+
+    /// The end of the atom's last data byte (its true upper bound from its start).
+    fn data_end(&self) -> usize {
+        self.segments()
+            .iter()
+            .map(|&(o, l)| o + l)
+            .max()
+            .unwrap_or(0)
     }
 
     /// Whether the atom's data fills its whole extent (a run of them is one block of bytes).
@@ -104,9 +116,15 @@ impl Layout {
         }
     }
 
+    /// The extent of a type whose extent is not negative (communication refuses the others,
+    /// see `typearg.rs`); 0 for a negative one.
     pub fn extent(&self) -> usize {
-        // ub >= lb by construction (extents are never negative without MPI_Type_create_resized).
-        (self.ub - self.lb) as usize
+        self.extent_signed().max(0) as usize
+    }
+
+    /// `ub - lb`, negative for a type resized so (`MPI_Type_create_resized` allows it).
+    pub fn extent_signed(&self) -> isize {
+        self.ub - self.lb
     }
 
     pub fn runs(&self) -> &[Run] {
@@ -124,7 +142,9 @@ impl Layout {
     /// plain array of `count·n` atoms at `buf + disp` (no packing needed).
     pub fn dense(&self) -> Option<(isize, Atom, usize)> {
         match self.runs.as_slice() {
-            [r] if r.n * r.atom.dt.extent == self.extent() && r.disp == self.lb => {
+            [r] if (r.n * r.atom.dt.extent) as isize == self.extent_signed()
+                && r.disp == self.lb =>
+            {
                 Some((r.disp, r.atom, r.n))
             }
             _ => None,
@@ -145,13 +165,20 @@ impl Layout {
         stride: isize,
         old: &Layout,
     ) -> Result<Layout, BuildError> {
-        let ext = old.extent() as isize;
+        let bytes = stride.checked_mul(old.extent_signed()).ok_or_else(ovf)?;
+        Layout::hvector(count, blocklen, bytes, old)
+    }
+
+    /// `MPI_Type_create_hvector` (`stride` in bytes).
+    pub fn hvector(
+        count: usize,
+        blocklen: usize,
+        stride: isize,
+        old: &Layout,
+    ) -> Result<Layout, BuildError> {
         let mut b = Builder::default();
         for i in 0..count {
-            let d = (i as isize)
-                .checked_mul(stride)
-                .and_then(|x| x.checked_mul(ext))
-                .ok_or_else(ovf)?;
+            let d = (i as isize).checked_mul(stride).ok_or_else(ovf)?;
             if blocklen == 0 {
                 // MPICH: an empty block still marks its displacement.
                 b.mark(d);
@@ -194,9 +221,56 @@ impl Layout {
         b.finish(align, true)
     }
 
+    /// `MPI_Type_create_resized`: the same typemap with new bounds. A negative extent is
+    /// allowed here (and in packing and further constructors); communication refuses it.
+    pub fn resized(old: &Layout, lb: isize, extent: isize) -> Result<Layout, BuildError> {
+        let ub = lb.checked_add(extent).ok_or_else(ovf)?;
+        Ok(Layout {
+            lb,
+            ub,
+            ..old.clone()
+        })
+    }
+
+    /// `(true_lb, true_ub)`: the bounds of the data bytes alone, ignoring `lb`/`ub` set by
+    /// resizing or padding; `(0, 0)` for a type without data.
+    pub fn true_bounds(&self) -> (isize, isize) {
+        let mut b: Option<(isize, isize)> = None;
+        for r in self.runs.iter().filter(|r| r.n > 0) {
+            let lo = r.disp;
+            let hi = r.disp + ((r.n - 1) * r.atom.dt.extent + r.atom.data_end()) as isize;
+            b = Some(b.map_or((lo, hi), |(l, h)| (l.min(lo), h.max(hi))));
+        }
+        b.unwrap_or((0, 0))
+    }
+
+    /// `MPI_Get_elements`: the predefined elements in the first `bytes` bytes of data of a
+    /// sequence of items (whole items, then the entries of a partial one in typemap order);
+    /// `None` (`MPI_UNDEFINED`) when `bytes` ends inside an element.
+    pub fn elements_in(&self, bytes: usize) -> Option<usize> {
+        if self.size == 0 {
+            return (bytes == 0).then_some(0);
+        }
+        let mut n = (bytes / self.size).checked_mul(self.elems)?;
+        let mut rest = bytes % self.size;
+        for r in &self.runs {
+            if rest == 0 {
+                break;
+            }
+            let s = r.atom.dt.size;
+            let k = (rest / s).min(r.n);
+            n += k;
+            rest -= k * s;
+            if k < r.n && rest > 0 {
+                return None;
+            }
+        }
+        (rest == 0).then_some(n)
+    }
+
     /// Visits the runs of `count` items, with each item's byte offset from the buffer.
-    fn for_each_run(&self, count: usize, mut f: impl FnMut(isize, &Run)) {
-        let ext = self.extent() as isize;
+    pub(crate) fn for_each_run(&self, count: usize, mut f: impl FnMut(isize, &Run)) {
+        let ext = self.extent_signed();
         for i in 0..count {
             let base = (i as isize).wrapping_mul(ext);
             for r in &self.runs {
@@ -234,6 +308,31 @@ impl Layout {
             // SAFETY: per the contract.
             unsafe { move_run(r, inp, d) };
             inp = inp.wrapping_add(len);
+        });
+    }
+
+    /// Unpacks the first `bytes` bytes of wire data into the items at `dst`: whole items, then
+    /// the whole elements of a partial one (what a receive of a shorter message stores; MPI
+    /// leaves the rest of the buffer untouched).
+    ///
+    /// # Safety
+    /// As for [`Layout::unpack`] with `bytes.div_ceil(wire)` items; `src` holds `bytes` bytes.
+    pub unsafe fn unpack_prefix(&self, src: *const u8, bytes: usize, dst: *mut u8) {
+        if self.wire == 0 {
+            return;
+        }
+        let items = bytes.div_ceil(self.wire);
+        let mut at = 0usize;
+        self.for_each_run(items, |off, r| {
+            let ext = r.atom.dt.extent;
+            let n = r.n.min(bytes.saturating_sub(at) / ext);
+            if n > 0 {
+                let part = Run { n, ..*r };
+                // SAFETY: per the contract: `n` whole atoms of data in `src` from `at`, and
+                // their typemap entries in `dst`.
+                unsafe { move_run(&part, src.add(at), dst.wrapping_offset(off)) };
+            }
+            at += r.n * ext;
         });
     }
 
@@ -323,14 +422,19 @@ impl Builder {
         if copies == 0 {
             return Ok(());
         }
-        let ext = old.extent() as isize;
+        let ext = old.extent_signed();
         let last = isize::try_from(copies - 1)
             .ok()
             .and_then(|c| c.checked_mul(ext))
             .ok_or_else(ovf)?;
-        let lo = d.checked_add(old.lb).ok_or_else(ovf)?;
+        // With a negative extent the copies go down: the last one gives the lower bound
+        // (MPICH's rule).
+        let lo = d
+            .checked_add(old.lb)
+            .and_then(|x| x.checked_add(last.min(0)))
+            .ok_or_else(ovf)?;
         let hi = d
-            .checked_add(last)
+            .checked_add(last.max(0))
             .and_then(|x| x.checked_add(old.ub))
             .ok_or_else(ovf)?;
         self.widen(lo, hi);
@@ -480,6 +584,56 @@ mod tests {
         let v = Layout::vector(2, 1, 3, &short()).unwrap();
         assert_eq!(sle(&st(&[(1, 0, &v), (1, 8, &chr())])), (5, 0, 10));
         assert_eq!(sle(&st(&[(1, 3, &int())])), (4, 3, 4));
+    }
+
+    #[test]
+    fn resized_true_bounds_and_hvector() {
+        let r = Layout::resized(&int(), -4, 16).unwrap();
+        assert_eq!((r.lb, r.extent(), r.true_bounds()), (-4, 16, (0, 4)));
+        assert!(r.dense().is_none());
+        let n = Layout::resized(&int(), 0, -4).unwrap();
+        assert_eq!((n.lb, n.extent_signed(), n.extent()), (0, -4, 0));
+        // Copies of a negative-extent type go down: ints at 0, -4, -8.
+        let c = Layout::contiguous(3, &n).unwrap();
+        assert_eq!((c.lb, c.ub, c.true_bounds(), c.size), (-8, -4, (-8, 4), 12));
+        // Two items of the resized type: ints 16 bytes apart.
+        let c = Layout::contiguous(2, &r).unwrap();
+        assert_eq!((c.lb, c.extent(), c.true_bounds()), (-4, 32, (0, 20)));
+        // True bounds ignore a pair's trailing padding but not its inner one.
+        assert_eq!(short_int().true_bounds(), (0, 8));
+        assert_eq!(double_int().true_bounds(), (0, 12));
+        let h = Layout::hvector(2, 1, -16, &dbl()).unwrap();
+        assert_eq!((h.lb, h.extent(), h.true_bounds()), (-16, 24, (-16, 8)));
+        assert_eq!(Layout::contiguous(0, &int()).unwrap().true_bounds(), (0, 0));
+    }
+
+    #[test]
+    fn elements_of_partial_items() {
+        // {int, double, 2 ints}: 20 bytes of data, 4 elements.
+        let s = st(&[(1, 0, &int()), (1, 8, &dbl()), (2, 16, &int())]);
+        assert_eq!(s.elements_in(0), Some(0));
+        assert_eq!(s.elements_in(20), Some(4));
+        assert_eq!(s.elements_in(24), Some(5));
+        assert_eq!(s.elements_in(32), Some(6));
+        assert_eq!(s.elements_in(36), Some(7));
+        assert_eq!(s.elements_in(26), None); // inside the double
+        assert_eq!(s.elements_in(22), None);
+        assert_eq!(
+            Layout::contiguous(0, &int()).unwrap().elements_in(0),
+            Some(0)
+        );
+        assert_eq!(Layout::contiguous(0, &int()).unwrap().elements_in(4), None);
+    }
+
+    #[test]
+    fn unpack_prefix_stores_whole_elements_only() {
+        // vector(2, 2, 3) of ints: ints 0 1 3 4 of an item of extent 5 ints.
+        let v = Layout::vector(2, 2, 3, &int()).unwrap();
+        let wire: Vec<u8> = (1..=7i32).flat_map(|i| i.to_le_bytes()).collect();
+        let mut dst = vec![-1i32; 10];
+        // SAFETY: 2 items fit in 10 ints; the wire holds 28 bytes, 2 more are ignored.
+        unsafe { v.unpack_prefix(wire.as_ptr(), 26, dst.as_mut_ptr().cast()) };
+        assert_eq!(dst, vec![1, 2, -1, 3, 4, 5, 6, -1, -1, -1]);
     }
 
     #[test]

@@ -45,6 +45,8 @@ pub const USER_ERRHANDLER_BASE: i32 = 0x9400_0000_u32 as i32;
 pub const PROC_NULL: i32 = -1;
 pub const ANY_SOURCE: i32 = -2;
 pub const COMM_TYPE_SHARED: i32 = 1;
+pub const COMM_TYPE_HW_GUIDED: i32 = 2;
+pub const COMM_TYPE_HW_UNGUIDED: i32 = 3;
 pub const MAX_OBJECT_NAME: usize = 128;
 pub const KEYVAL_TAG_UB: i32 = 0x6440_0001;
 pub const KEYVAL_HOST: i32 = 0x6440_0003;
@@ -59,6 +61,16 @@ pub const MAX_TAG: i32 = i32::MAX;
 
 pub const IN_PLACE: usize = usize::MAX; // (void *)-1
 pub const UNDEFINED: i32 = -32766;
+
+/// `MPI_GRAPH`, `MPI_CART`, `MPI_DIST_GRAPH` (`MPI_Topo_test`).
+pub const GRAPH: i32 = 1;
+pub const CART: i32 = 2;
+pub const DIST_GRAPH: i32 = 3;
+
+/// The objects whose addresses the library exports as `MPI_UNWEIGHTED` and
+/// `MPI_WEIGHTS_EMPTY` (`int * const`): weights arguments are compared with them by address.
+pub static UNWEIGHTED_OBJ: i32 = 0;
+pub static WEIGHTS_EMPTY_OBJ: i32 = 0;
 
 pub const IDENT: i32 = 0;
 pub const CONGRUENT: i32 = 1;
@@ -226,6 +238,28 @@ const INDEX_MASK: i32 = 0x03ff_ffff;
 pub struct UserType {
     pub layout: Arc<Layout>,
     committed: AtomicBool,
+    /// How it was made (`MPI_Type_get_envelope` / `MPI_Type_get_contents`).
+    pub contents: Contents,
+}
+
+/// The constructor call of a derived datatype, as `MPI_Type_get_contents` returns it:
+/// integer arguments, address arguments, `MPI_Count` arguments (the `_c` constructors put
+/// counts and displacements there) and input datatypes.
+#[derive(Debug, Default)]
+pub struct Contents {
+    /// `MPI_COMBINER_*` (MPICH's values).
+    pub combiner: i32,
+    pub ints: Vec<i64>,
+    pub addrs: Vec<i64>,
+    pub large: Vec<i64>,
+    /// Input types; a user-defined one is kept alive here (the program may free its handle).
+    pub types: Vec<TypeRef>,
+}
+
+#[derive(Debug, Clone)]
+pub enum TypeRef {
+    Named(i32),
+    User(Arc<UserType>),
 }
 
 impl UserType {
@@ -292,10 +326,23 @@ pub fn layout(h: i32) -> Option<Arc<Layout>> {
 
 /// Registers a new (uncommitted) datatype; `None` when the handle space is exhausted.
 pub fn add_type(layout: Layout) -> Option<i32> {
+    add_type_with(Arc::new(layout), Contents::default(), false)
+}
+
+/// Registers a new datatype made by `contents`, committed or not (`MPI_Type_dup` keeps the
+/// committed state).
+pub fn add_type_with(layout: Arc<Layout>, contents: Contents, committed: bool) -> Option<i32> {
     let t = Arc::new(UserType {
-        layout: Arc::new(layout),
-        committed: AtomicBool::new(false),
+        layout,
+        committed: AtomicBool::new(committed),
+        contents,
     });
+    TYPES.lock().add(t, USER_TYPE_BASE)
+}
+
+/// A new handle for an existing user type (`MPI_Type_get_contents` hands out input types
+/// this way; the program frees the handle, the type lives on where it is used).
+pub fn add_type_ref(t: Arc<UserType>) -> Option<i32> {
     TYPES.lock().add(t, USER_TYPE_BASE)
 }
 

@@ -47,26 +47,23 @@ fn report(name: &str, comm: Option<i32>, e: Error) -> c_int {
 /// then `code` is returned (MPI semantics: the call fails after the handler returns);
 /// `MPI_ERRORS_ARE_FATAL` / `MPI_ERRORS_ABORT` print `text` and end the job.
 pub(crate) fn raise(name: &str, comm: Option<i32>, code: c_int, text: &str) -> c_int {
-    let (handler, handle, rank) = match runtime::get() {
+    let (handler, handle) = match runtime::get() {
         Ok(rt) => {
             let (c, handle) = match comm.and_then(|h| rt.comm(h).ok().map(|c| (c, h))) {
                 Some(x) => x,
                 None => (rt.world.clone(), handles::COMM_WORLD),
             };
-            (
-                c.errhandler.load(Ordering::Relaxed),
-                handle,
-                rt.world.rank.to_string(),
-            )
+            (c.errhandler.load(Ordering::Relaxed), handle)
         }
         // Before init / after finalize there is no handler to consult: MPI says fatal.
-        // The launcher may have told the rank already (an MPI_Init that failed part way).
-        Err(_) => (
-            handles::ERRORS_ARE_FATAL,
-            handles::COMM_WORLD,
-            crate::log::rank().map_or_else(|| "?".into(), |r| r.to_string()),
-        ),
+        Err(_) => (handles::ERRORS_ARE_FATAL, handles::COMM_WORLD),
     };
+    raise_on(name, handler, handle, code, text)
+}
+
+/// Runs error handler `handler` for error `code` of the object `handle` (a communicator or a
+/// session: a user handler receives a pointer to it), as [`raise`] describes.
+pub(crate) fn raise_on(name: &str, handler: i32, handle: i32, code: c_int, text: &str) -> c_int {
     if handler == handles::ERRORS_RETURN {
         crate::info!("{name} returns {code}: {text}");
         return code;
@@ -81,13 +78,19 @@ pub(crate) fn raise(name: &str, comm: Option<i32>, code: c_int, text: &str) -> c
         crate::info!("{name} calls user error handler 0x{handler:x} with {code}: {text}");
         let (mut h, mut c) = (handle, code);
         IN_USER_HANDLER.with(|c| c.set(true));
-        // SAFETY: `f` came from MPI_Comm_create_errhandler, typed as MPI's
-        // `void (MPI_Comm *, int *, ...)`; both pointers are valid for the call. No lock is
-        // held here, so the handler may call MPI itself.
+        // SAFETY: `f` came from MPI_Comm_create_errhandler (or the session variant), typed as
+        // MPI's `void (MPI_Comm *, int *, ...)` (sessions: `MPI_Session *`, also an int
+        // handle); both pointers are valid for the call. No lock is held here, so the
+        // handler may call MPI itself.
         unsafe { f(&mut h, &mut c) };
         IN_USER_HANDLER.with(|c| c.set(false));
         return code;
     }
+    // The launcher may have told the rank already (an MPI_Init that failed part way).
+    let rank = match runtime::get() {
+        Ok(rt) => rt.world.rank.to_string(),
+        Err(_) => crate::log::rank().map_or_else(|| "?".into(), |r| r.to_string()),
+    };
     let host = crate::log::hostname();
     let line = format!(
         "hcomm: fatal error in {name} on rank {rank} ({host}:{}): {text}\nhcomm: ending the job (the error handler is MPI_ERRORS_ARE_FATAL; set MPI_ERRORS_RETURN to handle errors)\n",
@@ -98,6 +101,27 @@ pub(crate) fn raise(name: &str, comm: Option<i32>, code: c_int, text: &str) -> c
     // SAFETY: _exit ends the process without running atexit handlers that might call back
     // into MPI; the launcher sees the non-zero status and ends the other ranks.
     unsafe { libc::_exit(1) }
+}
+
+/// [`guard`] for calls whose errors go to error handler `handler` of object `handle` (a
+/// session's, or the one `MPI_Session_init`/`MPI_Comm_create_from_group` is given).
+pub fn guard_on(
+    name: &'static str,
+    handler: impl FnOnce() -> (i32, i32),
+    body: impl FnOnce() -> Result<()>,
+) -> c_int {
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(Ok(())) => 0,
+        res => {
+            let e = match res {
+                Ok(Err(e)) => e,
+                Err(_) => Error::intern("internal error (panic)"),
+                Ok(Ok(())) => unreachable!(),
+            };
+            let (h, handle) = handler();
+            raise_on(name, h, handle, e.class as c_int, &e.to_string())
+        }
+    }
 }
 
 thread_local! {

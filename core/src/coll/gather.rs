@@ -30,6 +30,18 @@ pub fn gatherv(
     root: usize,
     sig: Signature,
 ) -> Result<()> {
+    build_gatherv(comm, send, send_len, recv, root, sig)?.run()
+}
+
+/// The schedule of [`gatherv`], built (call number taken, own block copied) but not run.
+pub fn build_gatherv<'c>(
+    comm: &'c Comm,
+    send: *const u8,
+    send_len: usize,
+    recv: &[(*mut u8, usize)],
+    root: usize,
+    sig: Signature,
+) -> Result<Schedule<'c>> {
     let (n, r) = (comm.size(), comm.rank);
     let seq = comm.next_seq();
     let algo = if n == 1 { Algo::Local } else { Algo::OneShot };
@@ -37,18 +49,15 @@ pub fn gatherv(
         comm.note_algo(sig.kind, algo, send_len);
         let mut s = Schedule::new(comm.ctx(sig, seq, 1));
         s.send(root, tag(0, 0), send, send_len, &[]);
-        return s.run();
+        return Ok(s);
     }
     assert_eq!(recv.len(), n, "one receive span per rank");
     comm.note_algo(sig.kind, algo, recv.iter().map(|b| b.1).sum());
     let (own, own_len) = recv[root];
     copy_if_needed(send, own, own_len);
-    if n == 1 {
-        return Ok(());
-    }
     let mut s = Schedule::new(comm.ctx(sig, seq, 1));
     for p in (0..n).filter(|&p| p != root) {
         s.recv(p, tag(0, 0), recv[p].0, recv[p].1, Fold::Copy, &[]);
     }
-    s.run()
+    Ok(s)
 }

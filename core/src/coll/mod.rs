@@ -33,11 +33,11 @@ pub use allreduce::{allreduce, build_allreduce};
 pub use alltoall::{alltoallv, build_alltoallv};
 pub use barrier::{barrier, build_barrier};
 pub use bcast::{bcast, build_bcast};
-pub use gather::gatherv;
+pub use gather::{build_gatherv, gatherv};
 pub use reduce::{build_reduce, reduce};
 pub use reduce_scatter::{build_reduce_scatter, reduce_scatter};
-pub use scan::scan;
-pub use scatter::scatterv;
+pub use scan::{build_scan, scan};
+pub use scatter::{build_scatterv, scatterv};
 pub use select::{chunk_elems, Algo};
 
 use std::ffi::{c_int, c_void};

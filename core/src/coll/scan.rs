@@ -37,6 +37,21 @@ pub fn scan(
     exclusive: bool,
     sig: Signature,
 ) -> Result<()> {
+    build_scan(comm, send, recv, count, dt, red, exclusive, sig)?.run()
+}
+
+/// The schedule of [`scan`], built (call number taken) but not run; it owns its scratch.
+#[allow(clippy::too_many_arguments)]
+pub fn build_scan<'c>(
+    comm: &'c Comm,
+    send: *const u8,
+    recv: *mut u8,
+    count: usize,
+    dt: &Datatype,
+    red: Reduction,
+    exclusive: bool,
+    sig: Signature,
+) -> Result<Schedule<'c>> {
     let (n, r) = (comm.size(), comm.rank);
     let ext = dt.extent;
     let nbytes = count * ext;
@@ -46,7 +61,7 @@ pub fn scan(
         if !exclusive {
             copy_if_needed(send, recv, nbytes);
         }
-        return Ok(());
+        return Ok(Schedule::new(comm.ctx(sig, seq, ext)));
     }
     comm.note_algo(sig.kind, Algo::Pipeline, nbytes);
     let (prev, next) = ((r > 0).then(|| r - 1), (r + 1 < n).then_some(r + 1));
@@ -110,7 +125,6 @@ pub fn scan(
             s.send(q, tag(0, c), src, cnt * ext, &[ready]);
         }
     }
-    let res = s.run();
-    drop(work);
-    res
+    s.keep(work);
+    Ok(s)
 }

@@ -27,6 +27,18 @@ pub fn scatterv(
     root: usize,
     sig: Signature,
 ) -> Result<()> {
+    build_scatterv(comm, send, recv, recv_len, root, sig)?.run()
+}
+
+/// The schedule of [`scatterv`], built (call number taken, own block copied) but not run.
+pub fn build_scatterv<'c>(
+    comm: &'c Comm,
+    send: &[(*const u8, usize)],
+    recv: *mut u8,
+    recv_len: usize,
+    root: usize,
+    sig: Signature,
+) -> Result<Schedule<'c>> {
     let (n, r) = (comm.size(), comm.rank);
     let seq = comm.next_seq();
     let algo = if n == 1 { Algo::Local } else { Algo::OneShot };
@@ -34,19 +46,16 @@ pub fn scatterv(
         comm.note_algo(sig.kind, algo, recv_len);
         let mut s = Schedule::new(comm.ctx(sig, seq, 1));
         s.recv(root, tag(0, 0), recv, recv_len, Fold::Copy, &[]);
-        return s.run();
+        return Ok(s);
     }
     assert_eq!(send.len(), n, "one send span per rank");
     comm.note_algo(sig.kind, algo, send.iter().map(|b| b.1).sum());
     let (own, own_len) = send[root];
     copy_if_needed(own, recv, own_len);
-    if n == 1 {
-        return Ok(());
-    }
     let mut s = Schedule::new(comm.ctx(sig, seq, 1));
     // Start with the rank after the root, so that ranks are served in a fixed rotation.
     for p in (1..n).map(|k| (root + k) % n) {
         s.send(p, tag(0, 0), send[p].0, send[p].1, &[]);
     }
-    s.run()
+    Ok(s)
 }

@@ -26,7 +26,7 @@ use std::cell::{Cell, RefCell};
 use crate::comm::Comm;
 use crate::endpoint::{Endpoint, P2pKey};
 use crate::error::Error;
-use crate::frame::FrameHeader;
+use crate::frame::{FrameHeader, FLAG_SYNC};
 
 use super::{oldest_queued, rotation, store, Claim, Envelope, Incoming, Source};
 
@@ -42,6 +42,8 @@ pub(super) struct Matcher<'x> {
     pub claim: &'x mut Option<Claim>,
     /// Takes no part (already claimed, or failed).
     pub out: bool,
+    /// A matched probe: keeps the first fragment's payload in the claim (it has no buffer).
+    pub keep_head: bool,
 }
 
 impl Matcher<'_> {
@@ -127,14 +129,24 @@ fn visit(ep: &Endpoint, w: usize, rxs: &mut [Matcher<'_>]) -> crate::error::Resu
             let mut rxs = rxs.borrow_mut();
             let j = chosen.get().expect("a receive accepted this message");
             let r = &mut rxs[j];
-            store(&r.into, 0, payload);
+            let head = if r.keep_head {
+                Some(payload.to_vec())
+            } else {
+                store(&r.into, 0, payload);
+                None
+            };
             *r.claim = Some(Claim {
                 peer: w,
                 seq: h.seq,
                 env: Envelope::of(h),
                 total: h.count as usize,
                 got: payload.len(),
+                head,
             });
+            if h.flags & FLAG_SYNC != 0 {
+                // Matched: the synchronous sender may complete (sent once the lock is gone).
+                ep.p2p_queue_ack(w, FrameHeader::p2p_ack(h, ep.rank as u32));
+            }
             Ok(rxs.iter().any(|r| r.listens(ep, w)))
         },
     )

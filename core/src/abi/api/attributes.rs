@@ -285,13 +285,18 @@ pub fn delete_all(kind: Kind, obj: c_int) -> Result<()> {
 
 /// `MPI_Comm_dup`: each attribute of `old` whose copy callback says so is attached to `new`.
 pub fn copy_comm_attrs(old: c_int, new: c_int) -> Result<()> {
+    copy_attrs(Kind::Comm, old, new)
+}
+
+/// `MPI_Comm_dup` / `MPI_Type_dup`: copies the attributes of object `old` of `kind` to `new`.
+pub fn copy_attrs(kind: Kind, old: c_int, new: c_int) -> Result<()> {
     let mut items: Vec<(u64, c_int, Keyval, usize)> = with(|t| {
         t.attrs
             .iter()
             .filter(|((o, _), _)| *o == old)
             .filter_map(|(&(_, kv), &(v, order))| {
                 let k = *t.keyvals.get(&kv)?;
-                (k.kind == Kind::Comm).then_some((order, kv, k, v))
+                (k.kind == kind).then_some((order, kv, k, v))
             })
             .collect()
     });

@@ -199,7 +199,7 @@ pub(crate) struct One {
     pub(crate) t: Typed,
 }
 
-fn one(buf: *const c_void, count: Count, dt: c_int, names: [&str; 3]) -> Result<One> {
+pub(crate) fn one(buf: *const c_void, count: Count, dt: c_int, names: [&str; 3]) -> Result<One> {
     let [bname, cname, tname] = names;
     let count = count_arg(count, cname)?;
     let side = Side::new(dt, tname)?;
@@ -208,8 +208,8 @@ fn one(buf: *const c_void, count: Count, dt: c_int, names: [&str; 3]) -> Result<
     Ok(One { side, count, t })
 }
 
-const SEND: [&str; 3] = ["sendbuf", "sendcount", "sendtype"];
-const RECV: [&str; 3] = ["recvbuf", "recvcount", "recvtype"];
+pub(crate) const SEND: [&str; 3] = ["sendbuf", "sendcount", "sendtype"];
+pub(crate) const RECV: [&str; 3] = ["recvbuf", "recvcount", "recvtype"];
 
 /// The own contribution of a rank whose block `own` of `recv` also receives it (Gather(v) at
 /// the root, Allgatherv): `None` for `MPI_IN_PLACE` (it is already there).
@@ -238,7 +238,7 @@ pub(crate) fn own_send(
 
 /// The root's own block in Scatter(v), block `own` of `send`: `None` for `MPI_IN_PLACE` (it
 /// stays in the send buffer).
-fn own_recv(
+pub(crate) fn own_recv(
     recv: *mut c_void,
     rcount: Count,
     rdt: c_int,
@@ -320,7 +320,15 @@ pub unsafe fn gather(
     comm: c_int,
 ) -> c_int {
     guard(name, Some(comm), || {
-        let c = comm_of(runtime::get()?, comm)?;
+        let c = any_comm_of(runtime::get()?, comm)?;
+        if let Some(inter) = c.inter() {
+            // SAFETY: the caller's contract, forwarded.
+            return unsafe {
+                intercomm_coll::gatherv(
+                    name, &c, inter, send, scount, sdt, recv, rcount, None, rdt, root,
+                )
+            };
+        }
         let root = root_arg(root, &c)?;
         // Only the arguments significant at this rank: MPI ignores the receive buffer
         // of a non-root, which may be anything (a device pointer included).
@@ -359,7 +367,25 @@ pub unsafe fn gatherv(
     comm: c_int,
 ) -> c_int {
     guard(name, Some(comm), || {
-        let c = comm_of(runtime::get()?, comm)?;
+        let c = any_comm_of(runtime::get()?, comm)?;
+        if let Some(inter) = c.inter() {
+            // SAFETY: the caller's contract, forwarded.
+            return unsafe {
+                intercomm_coll::gatherv(
+                    name,
+                    &c,
+                    inter,
+                    send,
+                    scount,
+                    sdt,
+                    recv,
+                    0,
+                    Some((rcounts, displs)),
+                    rdt,
+                    root,
+                )
+            };
+        }
         let root = root_arg(root, &c)?;
         // Only the arguments significant at this rank: MPI ignores the receive buffer
         // of a non-root, which may be anything (a device pointer included).
@@ -457,7 +483,15 @@ pub unsafe fn scatter(
     comm: c_int,
 ) -> c_int {
     guard(name, Some(comm), || {
-        let c = comm_of(runtime::get()?, comm)?;
+        let c = any_comm_of(runtime::get()?, comm)?;
+        if let Some(inter) = c.inter() {
+            // SAFETY: the caller's contract, forwarded.
+            return unsafe {
+                intercomm_coll::scatterv(
+                    name, &c, inter, send, scount, None, sdt, recv, rcount, rdt, root,
+                )
+            };
+        }
         let root = root_arg(root, &c)?;
         // Only the arguments significant at this rank: MPI ignores the send buffer
         // of a non-root, which may be anything (a device pointer included).
@@ -496,7 +530,25 @@ pub unsafe fn scatterv(
     comm: c_int,
 ) -> c_int {
     guard(name, Some(comm), || {
-        let c = comm_of(runtime::get()?, comm)?;
+        let c = any_comm_of(runtime::get()?, comm)?;
+        if let Some(inter) = c.inter() {
+            // SAFETY: the caller's contract, forwarded.
+            return unsafe {
+                intercomm_coll::scatterv(
+                    name,
+                    &c,
+                    inter,
+                    send,
+                    0,
+                    Some((scounts, displs)),
+                    sdt,
+                    recv,
+                    rcount,
+                    rdt,
+                    root,
+                )
+            };
+        }
         let root = root_arg(root, &c)?;
         // Only the arguments significant at this rank: MPI ignores the send buffer
         // of a non-root, which may be anything (a device pointer included).
@@ -547,7 +599,24 @@ pub unsafe fn allgatherv(
 ) -> c_int {
     guard(name, Some(comm), || {
         crate::cuda::refuse_device(name, &[send, recv as *const c_void])?;
-        let c = comm_of(runtime::get()?, comm)?;
+        let c = any_comm_of(runtime::get()?, comm)?;
+        if let Some(inter) = c.inter() {
+            // SAFETY: the caller's contract, forwarded.
+            return unsafe {
+                intercomm_coll::allgatherv(
+                    name,
+                    &c,
+                    inter,
+                    send,
+                    scount,
+                    sdt,
+                    recv,
+                    0,
+                    Some((rcounts, displs)),
+                    rdt,
+                )
+            };
+        }
         let (n, r) = (c.size(), c.rank);
         // SAFETY: MPI requires both arrays to hold one element per rank.
         let counts = unsafe { rcounts.counts(n, "recvcounts") }?;
@@ -654,7 +723,15 @@ pub unsafe fn alltoall(
 ) -> c_int {
     guard(name, Some(comm), || {
         crate::cuda::refuse_device(name, &[send, recv as *const c_void])?;
-        let c = comm_of(runtime::get()?, comm)?;
+        let c = any_comm_of(runtime::get()?, comm)?;
+        if let Some(inter) = c.inter() {
+            // SAFETY: the caller's contract, forwarded.
+            return unsafe {
+                intercomm_coll::alltoallv(
+                    name, &c, inter, send, scount, sdt, recv, rcount, rdt, None,
+                )
+            };
+        }
         let (rs, rlaid, sendside) = alltoall_sides(send, scount, sdt, recv, rcount, rdt, &c)?;
         let sig = sig(Kind::Alltoall, rlaid.typed[0].sig, BYTE, 0, -1);
         let s = sendside.as_ref().map(|(ss, l)| (send, ss, l));
@@ -678,7 +755,24 @@ pub unsafe fn alltoallv(
 ) -> c_int {
     guard(name, Some(comm), || {
         crate::cuda::refuse_device(name, &[send, recv as *const c_void])?;
-        let c = comm_of(runtime::get()?, comm)?;
+        let c = any_comm_of(runtime::get()?, comm)?;
+        if let Some(inter) = c.inter() {
+            // SAFETY: the caller's contract, forwarded.
+            return unsafe {
+                intercomm_coll::alltoallv(
+                    name,
+                    &c,
+                    inter,
+                    send,
+                    0,
+                    sdt,
+                    recv,
+                    0,
+                    rdt,
+                    Some((scounts, sdispls, rcounts, rdispls)),
+                )
+            };
+        }
         let (n, r) = (c.size(), c.rank);
         // SAFETY: MPI requires every array to hold one element per rank.
         let rcounts = unsafe { rcounts.counts(n, "recvcounts") }?;
@@ -720,6 +814,47 @@ pub unsafe fn alltoallv(
         let s = sendside.as_ref().map(|(ss, l)| (send, ss, l));
         // SAFETY: validated above.
         unsafe { exchange(&c, s, recv, &rs, &rlaid, sig) }
+    })
+}
+
+/// `MPI_Alltoallw`: a datatype per rank and byte displacements (laid out by
+/// [`super::plan::alltoallw_parts`], which the nonblocking form uses too).
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn alltoallw(
+    name: &'static str,
+    send: *const c_void,
+    scounts: Ints,
+    sdispls: Ints,
+    stypes: *const c_int,
+    recv: *mut c_void,
+    rcounts: Ints,
+    rdispls: Ints,
+    rtypes: *const c_int,
+    comm: c_int,
+) -> c_int {
+    guard(name, Some(comm), || {
+        crate::cuda::refuse_device(name, &[send, recv as *const c_void])?;
+        let c = comm_of(runtime::get()?, comm)?;
+        // SAFETY: MPI requires every array to hold one element per rank.
+        let (rp, sp) = unsafe {
+            super::plan::alltoallw_parts(
+                send, scounts, sdispls, stypes, recv, rcounts, rdispls, rtypes, &c,
+            )
+        }?;
+        let (rb, sb) = super::plan::stage_exchange(&sp, recv, &rp);
+        let sends: Vec<_> = sb
+            .as_ref()
+            .unwrap_or(&rb)
+            .iter()
+            .flat_map(|b| read_only(b.spans()))
+            .collect();
+        let recvs: Vec<_> = rb.iter().flat_map(|b| b.spans().iter().copied()).collect();
+        coll::alltoallv(&c, &sends, &recvs, sig(Kind::Alltoallw, 0, BYTE, 0, -1))?;
+        for b in &rb {
+            // SAFETY: MPI: recvbuf holds every rank's block, to write.
+            unsafe { b.store_all_but(None) };
+        }
+        Ok(())
     })
 }
 

@@ -29,18 +29,11 @@ pub unsafe fn comm_size(comm: c_int, size: *mut c_int) -> c_int {
 
 pub unsafe fn comm_dup(comm: c_int, newcomm: *mut c_int) -> c_int {
     guard("MPI_Comm_dup", Some(comm), || {
-        let rt = runtime::get()?;
-        let c = any_comm_of(rt, comm)?;
+        any_comm_of(runtime::get()?, comm)?;
         if newcomm.is_null() {
             return Err(Error::new(Class::Arg, "newcomm is NULL"));
         }
-        let dup = match c.inter() {
-            Some(inter) => crate::intercomm::dup(&c, inter)?,
-            None => c.dup(),
-        };
-        let handle = rt.add_comm(dup)?;
-        super::attributes::copy_comm_attrs(comm, handle)?;
-        out(newcomm, "newcomm", handle)
+        out(newcomm, "newcomm", super::comm_create::dup_of(comm)?)
     })
 }
 

@@ -50,10 +50,6 @@ pub unsafe fn finalize() -> c_int {
             // MPI: "the first thing MPI_Finalize does" is to delete MPI_COMM_SELF's attributes.
             super::attributes::delete_all(super::attributes::Kind::Comm, h::COMM_SELF)?;
         }
-        if let Ok(rt) = runtime::get() {
-            crate::stats::print_if_enabled(rt.world.rank as i32);
-            crate::stats::profile::finish(rt.world.rank as i32);
-        }
         runtime::finalize()
     })
 }

@@ -51,25 +51,39 @@ pub unsafe fn comm_split_type(
     comm: c_int,
     split_type: c_int,
     key: c_int,
-    _info: c_int,
+    info: c_int,
     newcomm: *mut c_int,
 ) -> c_int {
     guard("MPI_Comm_split_type", Some(comm), || {
         let rt = runtime::get()?;
         let c = comm_of(rt, comm)?;
         non_null(newcomm, "newcomm")?;
+        super::info::info_arg(info)?;
         let host = match split_type {
             h::COMM_TYPE_SHARED => Some(rt.host.as_str()),
+            // The one hardware resource hcomm knows is the host's shared memory (MPI-4
+            // §7.4.2 names "mpi_shared_memory"); any other value, or none, is a resource it
+            // cannot find, so this process gets MPI_COMM_NULL.
+            h::COMM_TYPE_HW_GUIDED => {
+                let v = super::info::info_value(info, "mpi_hw_resource_type")?;
+                (v.as_deref() == Some("mpi_shared_memory")).then_some(rt.host.as_str())
+            }
+            // A strictly smaller resource than the parent spans: the host is the only level
+            // hcomm knows, so this is the host split, kept only where it is smaller.
+            h::COMM_TYPE_HW_UNGUIDED => Some(rt.host.as_str()),
             h::UNDEFINED => None,
             _ => {
                 return Err(Error::new(
                     Class::Arg,
-                    format!("split_type {split_type} is not MPI_COMM_TYPE_SHARED or MPI_UNDEFINED"),
+                    format!("split_type {split_type} is not MPI_COMM_TYPE_SHARED, MPI_COMM_TYPE_HW_GUIDED, MPI_COMM_TYPE_HW_UNGUIDED or MPI_UNDEFINED"),
                 ))
             }
         };
-        // The info hints (MPI_INFO_NULL or not) select nothing for MPI_COMM_TYPE_SHARED.
+        let unguided = split_type == h::COMM_TYPE_HW_UNGUIDED;
+        // MPI-4 §7.4.2: an unguided split that would give the whole parent gives
+        // MPI_COMM_NULL instead (every member sees the same sizes, so all agree).
         let handle = match c.split_shared(host, key)? {
+            Some(child) if unguided && child.size() == c.size() => h::COMM_NULL,
             Some(child) => rt.add_comm(child)?,
             None => h::COMM_NULL,
         };
@@ -99,7 +113,9 @@ pub unsafe fn comm_group(comm: c_int, group: *mut c_int) -> c_int {
         let c = any_comm_of(runtime::get()?, comm)?;
         non_null(group, "group")?;
         // The local group (on an intercommunicator `world` is the remote one).
-        let members = c.inter().map_or_else(|| c.world.clone(), |i| i.local.clone());
+        let members = c
+            .inter()
+            .map_or_else(|| c.world.clone(), |i| i.local.clone());
         let g = objects::add_group(Group::new(members))?;
         out(group, "group", g)
     })
@@ -140,6 +156,104 @@ pub unsafe fn group_excl(
     newgroup: *mut c_int,
 ) -> c_int {
     incl_or_excl("MPI_Group_excl", group, n, ranks, newgroup, false)
+}
+
+/// `MPI_Group_union`, `_intersection`, `_difference`: `op` combines the two groups.
+unsafe fn set_op(
+    name: &'static str,
+    group1: c_int,
+    group2: c_int,
+    newgroup: *mut c_int,
+    op: fn(&Group, &Group) -> Group,
+) -> c_int {
+    guard(name, None, || {
+        runtime::get()?;
+        let g1 = objects::group(group1, "group1")?;
+        let g2 = objects::group(group2, "group2")?;
+        non_null(newgroup, "newgroup")?;
+        out(newgroup, "newgroup", objects::add_group(op(&g1, &g2))?)
+    })
+}
+
+pub unsafe fn group_union(
+    name: &'static str,
+    group1: c_int,
+    group2: c_int,
+    newgroup: *mut c_int,
+) -> c_int {
+    set_op(name, group1, group2, newgroup, Group::union)
+}
+
+pub unsafe fn group_intersection(
+    name: &'static str,
+    group1: c_int,
+    group2: c_int,
+    newgroup: *mut c_int,
+) -> c_int {
+    set_op(name, group1, group2, newgroup, Group::intersection)
+}
+
+pub unsafe fn group_difference(
+    name: &'static str,
+    group1: c_int,
+    group2: c_int,
+    newgroup: *mut c_int,
+) -> c_int {
+    set_op(name, group1, group2, newgroup, Group::difference)
+}
+
+/// `MPI_Group_range_incl` / `_excl`: `incl` picks which.
+unsafe fn range_common(
+    name: &'static str,
+    group: c_int,
+    n: c_int,
+    ranges: *const [c_int; 3],
+    newgroup: *mut c_int,
+    incl: bool,
+) -> c_int {
+    guard(name, None, || {
+        runtime::get()?;
+        let g = objects::group(group, "group")?;
+        let n = n_arg(n)?;
+        let r: &[[c_int; 3]] = if n == 0 {
+            &[]
+        } else if ranges.is_null() {
+            return Err(Error::new(
+                Class::Arg,
+                format!("ranges is NULL but n is {n}"),
+            ));
+        } else {
+            // SAFETY: non-NULL; the caller passes n triplets (`int ranges[][3]`, MPI contract).
+            unsafe { std::slice::from_raw_parts(ranges, n) }
+        };
+        non_null(newgroup, "newgroup")?;
+        let ng = if incl {
+            g.range_incl(r)?
+        } else {
+            g.range_excl(r)?
+        };
+        out(newgroup, "newgroup", objects::add_group(ng)?)
+    })
+}
+
+pub unsafe fn group_range_incl(
+    name: &'static str,
+    group: c_int,
+    n: c_int,
+    ranges: *const [c_int; 3],
+    newgroup: *mut c_int,
+) -> c_int {
+    range_common(name, group, n, ranges, newgroup, true)
+}
+
+pub unsafe fn group_range_excl(
+    name: &'static str,
+    group: c_int,
+    n: c_int,
+    ranges: *const [c_int; 3],
+    newgroup: *mut c_int,
+) -> c_int {
+    range_common(name, group, n, ranges, newgroup, false)
 }
 
 pub unsafe fn group_free(group: *mut c_int) -> c_int {
@@ -238,7 +352,7 @@ pub unsafe fn comm_get_attr(
 ) -> c_int {
     guard("MPI_Comm_get_attr", Some(comm), || {
         let rt = runtime::get()?;
-        comm_of(rt, comm)?;
+        any_comm_of(rt, comm)?;
         non_null(attribute_val, "attribute_val")?;
         non_null(flag, "flag")?;
         let v = match keyval {
@@ -341,7 +455,7 @@ pub unsafe fn errhandler_free(errhandler: *mut c_int) -> c_int {
 /// `MPI_SUCCESS` once the handler returns (MPI-4 §9.3.6).
 pub unsafe fn comm_call_errhandler(comm: c_int, errorcode: c_int) -> c_int {
     let rc = guard("MPI_Comm_call_errhandler", Some(comm), || {
-        comm_of(runtime::get()?, comm).map(|_| ())
+        any_comm_of(runtime::get()?, comm).map(|_| ())
     });
     if rc != 0 {
         return rc;

@@ -101,6 +101,20 @@ fn lookup(info: c_int, key: &str) -> Result<Option<String>> {
     })
 }
 
+/// A new info object holding `pairs` (for calls that hand one out: `MPI_Session_get_info`,
+/// `MPI_Session_get_pset_info`).
+pub(crate) fn new_info_with(pairs: Vec<(String, String)>) -> c_int {
+    with(|t| new_info(t, pairs))
+}
+
+/// The value of `key` in `info` (`MPI_INFO_NULL`: none).
+pub(crate) fn info_value(info: c_int, key: &str) -> Result<Option<String>> {
+    if info == INFO_NULL {
+        return Ok(None);
+    }
+    lookup(info, key)
+}
+
 pub unsafe fn info_create(info: *mut c_int) -> c_int {
     guard("MPI_Info_create", None, || {
         let h = with(|t| new_info(t, Vec::new()));
@@ -284,5 +298,22 @@ pub unsafe fn comm_get_info(comm: c_int, info_used: *mut c_int) -> c_int {
         comm_of(runtime::get()?, comm)?;
         let h = with(|t| new_info(t, Vec::new()));
         out(info_used, "info_used", h)
+    })
+}
+
+/// `MPI_Get_hw_resource_info` (MPI 4.1): the hardware resources hcomm can split along, as
+/// `mpi_hw_resource_type` (the key `MPI_Comm_split_type(MPI_COMM_TYPE_HW_GUIDED)` reads): the
+/// host's shared memory, the one level it knows. The keys are the implementation's choice
+/// (Open MPI returns none).
+pub unsafe fn get_hw_resource_info(name: &'static str, hw_info: *mut c_int) -> c_int {
+    guard(name, None, || {
+        if hw_info.is_null() {
+            return Err(Error::new(Class::Arg, "hw_info is NULL"));
+        }
+        let h = new_info_with(vec![(
+            "mpi_hw_resource_type".into(),
+            "mpi_shared_memory".into(),
+        )]);
+        out(hw_info, "hw_info", h)
     })
 }

@@ -58,7 +58,8 @@ pub unsafe fn intercomm_create(
         } else {
             None
         };
-        let c = crate::intercomm::create(&local, leader, peer.as_ref().map(|(p, r)| (&**p, *r)), tag)?;
+        let c =
+            crate::intercomm::create(&local, leader, peer.as_ref().map(|(p, r)| (&**p, *r)), tag)?;
         out(newintercomm, "newintercomm", rt.add_comm(c)?)
     })
 }

@@ -47,14 +47,6 @@ fn inter_arg(comm: c_int) -> Result<std::sync::Arc<crate::comm::Comm>> {
     Ok(c)
 }
 
-/// `MPI_Topo_test`: hcomm's communicators carry no process topology yet.
-pub unsafe fn topo_test(comm: c_int, status: *mut c_int) -> c_int {
-    guard("MPI_Topo_test", Some(comm), || {
-        runtime::get()?.comm(comm)?;
-        out(status, "status", h::UNDEFINED)
-    })
-}
-
 /// `MPI_Comm_get_parent`: hcomm's processes are never spawned by `MPI_Comm_spawn`.
 pub unsafe fn comm_get_parent(parent: *mut c_int) -> c_int {
     guard("MPI_Comm_get_parent", None, || {

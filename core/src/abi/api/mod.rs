@@ -18,33 +18,66 @@ use crate::frame::{Kind, Signature};
 use crate::runtime;
 
 pub mod attributes;
+mod buffered;
+mod cart;
 mod coll;
 mod coll2;
 mod comm;
+mod comm_create;
 mod env;
+mod graph;
 mod groups;
 pub mod info;
 mod intercomm;
+mod intercomm_coll;
+mod isendrecv;
 mod local_queries;
+mod matched;
 mod nb;
+mod neighbor;
 mod p2p;
+mod pack;
+mod persistent;
+mod plan;
+mod send_modes;
+mod sessions;
+mod topo_args;
+mod type_contents;
+mod type_ctors;
+mod type_queries;
 mod typearg;
 mod types;
 pub mod unsupported;
 
+pub use buffered::*;
+pub use cart::*;
 pub use coll::*;
 #[allow(unused_imports)]
 pub use coll2::*;
 pub use comm::*;
+pub use comm_create::*;
 pub use env::*;
-pub use intercomm::*;
+pub use graph::*;
 #[allow(unused_imports)]
 pub use groups::*;
+pub use intercomm::*;
+pub use isendrecv::*;
 pub use local_queries::*;
+pub use matched::*;
 #[allow(unused_imports)]
 pub use nb::*;
+pub use neighbor::*;
 #[allow(unused_imports)]
 pub use p2p::*;
+#[allow(unused_imports)]
+pub use pack::*;
+#[allow(unused_imports)]
+pub use persistent::*;
+pub use send_modes::*;
+pub use sessions::*;
+pub use type_contents::*;
+pub use type_ctors::*;
+pub use type_queries::*;
 pub(crate) use typearg::*;
 #[allow(unused_imports)]
 pub use types::*;

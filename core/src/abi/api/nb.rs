@@ -22,21 +22,21 @@ use std::ffi::{c_int, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
-use super::coll::{ReduceIo, ReduceScatterIo, RootReduceIo};
-use super::coll2::{alltoall_sides, laid_out, own_send, read_only, Ints, Side, BYTE};
+use super::coll2::Ints;
 use super::p2p::{
     dest_arg, incoming, outgoing, recv_tag_arg, send_tag_arg, set_status, source_arg, unstage,
     Status, ANY_TAG, STATUS_IGNORE,
 };
+use super::plan::{self, Plan};
 use super::*;
 use crate::abi::guard;
-use crate::coll;
 use crate::engine::Schedule;
 use crate::error::{Class, Error, Result};
 use crate::frame::Kind;
 use crate::p2p;
 use crate::progress;
-use crate::request::{self, Completion, Request, Sched, REQUEST_NULL};
+use crate::request::Sched;
+use crate::request::{self, Completion, Request, REQUEST_NULL};
 use crate::runtime;
 use crate::stats::{self, Coll};
 
@@ -45,7 +45,7 @@ const UNDEFINED: c_int = -32766;
 
 /// Carries staged buffers (raw pointers into the caller's memory or staging memory) into the
 /// completion closure, which may run on the progress thread.
-struct Unsent<T>(T);
+pub(crate) struct Unsent<T>(pub(crate) T);
 
 // SAFETY: the wrapped values are staging descriptors owned by exactly one request; MPI
 // forbids the caller to touch the buffers they point into until the request completes, and
@@ -54,13 +54,18 @@ unsafe impl<T> Send for Unsent<T> {}
 
 impl<T> Unsent<T> {
     /// The value (a method, so a closure captures the whole wrapper, not its field).
-    fn take(self) -> T {
+    pub(crate) fn take(self) -> T {
         self.0
+    }
+
+    /// The value, in place (a method, as [`Unsent::take`]).
+    pub(crate) fn get(&mut self) -> &mut T {
+        &mut self.0
     }
 }
 
 /// The request output argument: checked before anything starts.
-fn req_arg(req: *mut c_int) -> Result<()> {
+pub(crate) fn req_arg(req: *mut c_int) -> Result<()> {
     if req.is_null() {
         return Err(Error::new(Class::Arg, "request is NULL"));
     }
@@ -68,17 +73,31 @@ fn req_arg(req: *mut c_int) -> Result<()> {
 }
 
 /// Registers a started request and writes its handle.
-fn publish(r: Arc<Request>, req: *mut c_int) -> Result<()> {
+pub(crate) fn publish(r: Arc<Request>, req: *mut c_int) -> Result<()> {
     let h = request::insert(r.clone())?;
     // SAFETY: `req` is non-NULL (req_arg) and points to the caller's MPI_Request.
     unsafe { req.write(h) };
     progress::start(&r)
 }
 
-/// Starts a nonblocking collective; `stat`: the collective it is profiled as (its nonblocking
-/// row), if any.
-#[allow(clippy::too_many_arguments)]
+/// Starts a nonblocking collective: launches its plan and publishes the request.
 fn start_coll(
+    name: &'static str,
+    comm: c_int,
+    c: Arc<Comm>,
+    req: *mut c_int,
+    mut plan: Plan,
+) -> Result<()> {
+    let ep = c.ep.clone();
+    let pending = plan.stat.and_then(stats::profile::begin);
+    let sched = plan.launch(&c)?;
+    let r = Request::new(name, comm, true, ep, Box::new(sched));
+    publish(Arc::new(r.profiled(pending.map(|p| p.built()))), req)
+}
+
+/// Starts a nonblocking operation from a schedule builder (the neighbor collectives, which
+/// have no plan); `stat`: the collective it is profiled as, if any.
+pub(super) fn start_sched(
     name: &'static str,
     stat: Option<Coll>,
     comm: c_int,
@@ -95,7 +114,7 @@ fn start_coll(
 }
 
 /// A completion closure that unpacks `st` (nothing to do for contiguous datatypes).
-fn finishing(st: Staged) -> Option<Box<dyn FnOnce() + Send>> {
+pub(crate) fn finishing(st: Staged) -> Option<Box<dyn FnOnce() + Send>> {
     let st = Unsent(st);
     Some(Box::new(move || {
         let st = st.take();
@@ -105,24 +124,28 @@ fn finishing(st: Staged) -> Option<Box<dyn FnOnce() + Send>> {
     }))
 }
 
+/// The body of every nonblocking collective: the communicator, the checked plan, the request
+/// argument, then the start.
+fn icoll(
+    name: &'static str,
+    comm: c_int,
+    req: *mut c_int,
+    make: impl FnOnce(&Comm) -> Result<Plan>,
+) -> c_int {
+    guard(name, Some(comm), || {
+        let c = comm_of(runtime::get()?, comm)?;
+        let plan = make(&c)?;
+        req_arg(req)?;
+        start_coll(name, comm, c, req, plan)
+    })
+}
+
 // ---------------------------------------------------------------------------------------------
 // Nonblocking collectives
 
 pub unsafe fn ibarrier(name: &'static str, comm: c_int, req: *mut c_int) -> c_int {
     stats::handled_nb(Coll::Barrier);
-    guard(name, Some(comm), || {
-        let c = comm_of(runtime::get()?, comm)?;
-        req_arg(req)?;
-        start_coll(
-            name,
-            Some(Coll::Barrier),
-            comm,
-            c,
-            req,
-            coll::build_barrier,
-            None,
-        )
-    })
+    icoll(name, comm, req, |_| Ok(plan::barrier()))
 }
 
 pub unsafe fn ibcast(
@@ -135,29 +158,9 @@ pub unsafe fn ibcast(
     req: *mut c_int,
 ) -> c_int {
     stats::handled_nb(Coll::Bcast);
-    guard(name, Some(comm), || {
-        host_only(&[buf])?;
-        let c = comm_of(runtime::get()?, comm)?;
-        let cnt = count_arg(count, "count")?;
-        let v = type_arg(dt, "datatype")?.moving();
-        let root = root_arg(root, &c)?;
-        let n = v.count(cnt, "count")?;
-        buf_arg(buf, v.bytes(cnt, "count")?, "buffer")?;
-        req_arg(req)?;
-        let is_root = c.rank == root;
-        // SAFETY: MPI: `buf` holds `count` items; the root's are read, the others' written.
-        let st = unsafe { v.stage(buf, cnt, is_root, !is_root) };
-        let s = sig(Kind::Bcast, n, v.handle, 0, root as i32);
-        let (p, dtv) = (st.ptr(), v.dt);
-        start_coll(
-            name,
-            Some(Coll::Bcast),
-            comm,
-            c,
-            req,
-            move |c| coll::build_bcast(c, p, n, &dtv, root, s),
-            finishing(st),
-        )
+    // SAFETY: MPI's contract for the arguments (see the module comment of `api`).
+    icoll(name, comm, req, |c| unsafe {
+        plan::bcast(buf, count, dt, root, c)
     })
 }
 
@@ -173,29 +176,9 @@ pub unsafe fn iallreduce(
     req: *mut c_int,
 ) -> c_int {
     stats::handled_nb(Coll::Allreduce);
-    guard(name, Some(comm), || {
-        host_only(&[send, recv as *const c_void])?;
-        let c = comm_of(runtime::get()?, comm)?;
-        req_arg(req)?;
-        // SAFETY: MPI's contract for sendbuf/recvbuf, checked inside.
-        let io = unsafe { ReduceIo::new(send, recv, count, dt, op) }?;
-        let s = sig(Kind::Allreduce, io.elems, io.view.handle, op, -1);
-        let (inp, out, n, dtv, red) = (io.input, io.output.ptr(), io.elems, io.view.dt, io.red);
-        let io = Unsent(io);
-        let finish: Box<dyn FnOnce() + Send> = Box::new(move || {
-            let io = io.take();
-            // SAFETY: staged from recvbuf for this request (see `finishing`).
-            unsafe { io.output.finish() }
-        });
-        start_coll(
-            name,
-            Some(Coll::Allreduce),
-            comm,
-            c,
-            req,
-            move |c| coll::build_allreduce(c, inp, out, n, &dtv, red, s),
-            Some(finish),
-        )
+    // SAFETY: as in `ibcast`.
+    icoll(name, comm, req, |_| unsafe {
+        plan::allreduce(send, recv, count, dt, op)
     })
 }
 
@@ -212,33 +195,9 @@ pub unsafe fn ireduce(
     req: *mut c_int,
 ) -> c_int {
     stats::handled_nb(Coll::Reduce);
-    guard(name, Some(comm), || {
-        host_only(&[send, recv as *const c_void])?;
-        let c = comm_of(runtime::get()?, comm)?;
-        // SAFETY: MPI's contract for sendbuf/recvbuf, checked inside.
-        let io = unsafe { RootReduceIo::new(send, recv, count, dt, op, root, &c, false) }?;
-        let out = io.recv.as_ref().map_or(std::ptr::null_mut(), |s| s.ptr());
-        let inp = io.send.as_ref().map_or(out as *const u8, |s| s.ptr());
-        let (n, root, red) = (io.elems, io.root, io.red);
-        let s = sig(Kind::Reduce, n, io.view.handle, op, root as i32);
-        let dtv = io.view.dt;
-        let keep = Unsent((io.send, io.recv));
-        let finish: Box<dyn FnOnce() + Send> = Box::new(move || {
-            let (_send, recv) = keep.take();
-            if let Some(st) = recv {
-                // SAFETY: staged from recvbuf for this request (see `finishing`).
-                unsafe { st.finish() }
-            }
-        });
-        start_coll(
-            name,
-            Some(Coll::Reduce),
-            comm,
-            c,
-            req,
-            move |c| coll::build_reduce(c, inp, out, n, &dtv, red, root, s),
-            Some(finish),
-        )
+    // SAFETY: as in `ibcast`.
+    icoll(name, comm, req, |c| unsafe {
+        plan::reduce(send, recv, count, dt, op, root, c)
     })
 }
 
@@ -255,114 +214,25 @@ pub unsafe fn iallgather(
     req: *mut c_int,
 ) -> c_int {
     stats::handled_nb(Coll::Allgather);
-    guard(name, Some(comm), || {
-        host_only(&[send, recv as *const c_void])?;
-        let c = comm_of(runtime::get()?, comm)?;
-        let rcnt = count_arg(rcount, "recvcount")?;
-        let rt = type_arg(rdt, "recvtype")?;
-        let rv = rt.moving();
-        let rn = rv.count(rcnt, "recvcount")?;
-        let blk = rn * rv.dt.extent;
-        let items = rcnt.checked_mul(c.size());
-        let total = items
-            .and_then(|i| rv.bytes(i, "recvcount").ok())
-            .ok_or_else(|| {
-                Error::new(Class::Count, "recvcount × communicator size is too large")
-            })?;
-        let items = items.unwrap_or(0);
-        buf_arg(recv, total, "recvbuf")?;
-        let own_user = recv.cast::<u8>().wrapping_add(c.rank * rcnt * rt.extent());
-        let in_place = is_in_place(send);
-        let mut sv = None;
-        if !in_place {
-            let scnt = count_arg(scount, "sendcount")?;
-            let v = type_arg(sdt, "sendtype")?.moving();
-            let sbytes = v.bytes(scnt, "sendcount")?;
-            if v.count(scnt, "sendcount")? * v.dt.size != rn * rv.dt.size || sbytes != blk {
-                return Err(Error::new(
-                    Class::Truncate,
-                    format!("sendcount×sendtype ({sbytes} bytes) does not match recvcount×recvtype ({blk} bytes)"),
-                ));
-            }
-            buf_arg(send, sbytes, "sendbuf")?;
-            no_alias(send, own_user as *const c_void, blk)?;
-            sv = Some((v, scnt));
-        }
-        req_arg(req)?;
-        // SAFETY: MPI: recvbuf holds size × recvcount items (the own block is read in place),
-        // sendbuf `sendcount` items.
-        let st_recv = unsafe { rv.stage(recv, items, false, true) };
-        let st_send = sv
-            .as_ref()
-            // SAFETY: as above.
-            .map(|(v, n)| unsafe { v.stage(send, *n, true, false) });
-        let inp = match &st_send {
-            Some(s) => s.ptr() as *const u8,
-            None => {
-                // SAFETY: the own block lies in recvbuf (see above).
-                unsafe { st_recv.load_items(c.rank * rcnt, rcnt) };
-                st_recv.ptr().wrapping_add(c.rank * blk)
-            }
-        };
-        let s = sig(Kind::Allgather, rn, rv.handle, 0, -1);
-        let (out, dtv) = (st_recv.ptr(), rv.dt);
-        let keep = Unsent((st_send, st_recv));
-        let finish: Box<dyn FnOnce() + Send> = Box::new(move || {
-            let (_send, recv) = keep.take();
-            // SAFETY: staged from recvbuf for this request (see `finishing`).
-            unsafe { recv.finish() }
-        });
-        start_coll(
-            name,
-            Some(Coll::Allgather),
-            comm,
-            c,
-            req,
-            move |c| coll::build_allgather(c, inp, out, rn, &dtv, s),
-            Some(finish),
-        )
+    // SAFETY: as in `ibcast`.
+    icoll(name, comm, req, |c| unsafe {
+        plan::allgather(send, scount, sdt, recv, rcount, rdt, c)
     })
 }
 
-/// `MPI_Ireduce_scatter(_block)`: `counts(i)` is rank i's count.
-#[allow(clippy::too_many_arguments)]
-unsafe fn ireduce_scatter_common(
-    name: &'static str,
-    send: *const c_void,
-    recv: *mut c_void,
-    counts: &dyn Fn(usize) -> Result<usize>,
-    kind: Kind,
-    dt: c_int,
-    op: c_int,
-    comm: c_int,
-    c: Arc<Comm>,
-    req: *mut c_int,
-) -> Result<()> {
-    req_arg(req)?;
-    let stat = Some(match kind {
-        Kind::ReduceScatterBlock => Coll::ReduceScatterBlock,
-        _ => Coll::ReduceScatter,
-    });
-    // SAFETY: the caller's contract for the buffers and the count array.
-    let mut io = unsafe { ReduceScatterIo::new(send, recv, counts, dt, op, &c) }?;
-    let s = sig(kind, io.total, io.view.handle, op, -1);
-    let (inp, out, red) = (io.input, io.output.ptr(), io.red);
-    let (counts, dtv) = (std::mem::take(&mut io.counts), io.view.dt);
-    let keep = Unsent(io);
-    let finish: Box<dyn FnOnce() + Send> = Box::new(move || {
-        let io = keep.take();
-        // SAFETY: staged from recvbuf for this request (see `finishing`).
-        unsafe { io.output.finish() }
-    });
-    start_coll(
-        name,
-        stat,
-        comm,
-        c,
-        req,
-        move |c| coll::build_reduce_scatter(c, inp, out, &counts, &dtv, red, s),
-        Some(finish),
-    )
+/// The per-rank counts of `MPI_Reduce_scatter`, read and checked.
+pub(crate) unsafe fn scatter_counts(counts: RecvCounts, n: usize) -> Result<Vec<usize>> {
+    (0..n)
+        .map(|i| {
+            // SAFETY: MPI requires recvcounts to hold one element per rank (i < size).
+            let v = match counts {
+                RecvCounts::Int(p) if !p.is_null() => Count::from(unsafe { *p.add(i) }),
+                RecvCounts::Count(p) if !p.is_null() => unsafe { *p.add(i) },
+                _ => return Err(Error::new(Class::Arg, "recvcounts is NULL")),
+            };
+            count_arg(v, &format!("recvcounts[{i}]"))
+        })
+        .collect()
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -377,21 +247,10 @@ pub unsafe fn ireduce_scatter(
     req: *mut c_int,
 ) -> c_int {
     stats::handled_nb(Coll::ReduceScatter);
-    guard(name, Some(comm), || {
-        host_only(&[send, recv as *const c_void])?;
-        let c = comm_of(runtime::get()?, comm)?;
-        let get = |i: usize| -> Result<usize> {
-            // SAFETY: MPI requires recvcounts to hold one element per rank (i < size).
-            let v = match counts {
-                RecvCounts::Int(p) if !p.is_null() => Count::from(unsafe { *p.add(i) }),
-                RecvCounts::Count(p) if !p.is_null() => unsafe { *p.add(i) },
-                _ => return Err(Error::new(Class::Arg, "recvcounts is NULL")),
-            };
-            count_arg(v, &format!("recvcounts[{i}]"))
-        };
-        let kind = Kind::ReduceScatter;
-        // SAFETY: pointers are validated inside before use.
-        unsafe { ireduce_scatter_common(name, send, recv, &get, kind, dt, op, comm, c, req) }
+    // SAFETY: as in `ibcast`.
+    icoll(name, comm, req, |c| unsafe {
+        let counts = scatter_counts(counts, c.size())?;
+        plan::reduce_scatter(send, recv, counts, Kind::ReduceScatter, dt, op, c)
     })
 }
 
@@ -407,13 +266,11 @@ pub unsafe fn ireduce_scatter_block(
     req: *mut c_int,
 ) -> c_int {
     stats::handled_nb(Coll::ReduceScatterBlock);
-    guard(name, Some(comm), || {
-        host_only(&[send, recv as *const c_void])?;
-        let c = comm_of(runtime::get()?, comm)?;
+    // SAFETY: as in `ibcast`.
+    icoll(name, comm, req, |c| unsafe {
         let n = count_arg(count, "recvcount")?;
         let kind = Kind::ReduceScatterBlock;
-        // SAFETY: pointers are validated inside before use.
-        unsafe { ireduce_scatter_common(name, send, recv, &|_| Ok(n), kind, dt, op, comm, c, req) }
+        plan::reduce_scatter(send, recv, vec![n; c.size()], kind, dt, op, c)
     })
 }
 
@@ -430,50 +287,9 @@ pub unsafe fn iallgatherv(
     comm: c_int,
     req: *mut c_int,
 ) -> c_int {
-    guard(name, Some(comm), || {
-        host_only(&[send, recv as *const c_void])?;
-        let c = comm_of(runtime::get()?, comm)?;
-        let (n, r) = (c.size(), c.rank);
-        // SAFETY: MPI requires both arrays to hold one element per rank.
-        let counts = unsafe { rcounts.counts(n, "recvcounts") }?;
-        // SAFETY: as above.
-        let displs = unsafe { displs.read(n, "displs") }?;
-        let rs = Side::new(rdt, "recvtype")?;
-        let names = ["recvbuf", "recvcounts", "displs"];
-        let laid = laid_out(recv, &rs, &counts, &displs, names)?;
-        let own = own_send(send, scount, sdt, recv, &laid, r)?;
-        req_arg(req)?;
-        // Fits: every signature is at most its block's bytes, which add up to an isize.
-        let total: usize = laid.typed.iter().map(|t| t.sig).sum();
-        let rb = rs.v.blocks(recv, &laid.items);
-        // SAFETY: MPI: sendbuf holds `sendcount` items to read.
-        let st = own.map(|s| unsafe { s.side.v.stage(send, s.count, true, false) });
-        let sp = match &st {
-            Some(s) => s.ptr() as *const u8,
-            None => {
-                // SAFETY: in place, the own block is read from its place in recvbuf.
-                unsafe { rb.load(r) };
-                rb.spans()[r].0
-            }
-        };
-        let spans = rb.spans().to_vec();
-        let skip = st.is_none().then_some(r);
-        let keep = Unsent((st, rb));
-        let finish: Box<dyn FnOnce() + Send> = Box::new(move || {
-            let (_st, rb) = keep.take();
-            // SAFETY: MPI: recvbuf holds every rank's block, to write, until completion.
-            unsafe { rb.store_all_but(skip) }
-        });
-        let s = sig(Kind::Allgatherv, total, BYTE, 0, -1);
-        start_coll(
-            name,
-            None,
-            comm,
-            c,
-            req,
-            move |c| coll::build_allgatherv(c, sp, &spans, s),
-            Some(finish),
-        )
+    // SAFETY: as in `ibcast`.
+    icoll(name, comm, req, |c| unsafe {
+        plan::allgatherv(send, scount, sdt, recv, rcounts, displs, rdt, c)
     })
 }
 
@@ -489,33 +305,165 @@ pub unsafe fn ialltoall(
     comm: c_int,
     req: *mut c_int,
 ) -> c_int {
-    guard(name, Some(comm), || {
-        host_only(&[send, recv as *const c_void])?;
-        let c = comm_of(runtime::get()?, comm)?;
-        let (rs, rlaid, sendside) = alltoall_sides(send, scount, sdt, recv, rcount, rdt, &c)?;
-        req_arg(req)?;
-        let s = sig(Kind::Alltoall, rlaid.typed[0].sig, BYTE, 0, -1);
-        let rb = rs.v.blocks(recv, &rlaid.items);
-        let sb = sendside.as_ref().map(|(ss, l)| ss.v.blocks(send, &l.items));
-        // SAFETY: MPI: sendbuf holds every rank's block, to read (in place, recvbuf does).
-        unsafe { sb.as_ref().unwrap_or(&rb).load_all_but(None) };
-        let ss = read_only(sb.as_ref().unwrap_or(&rb).spans());
-        let rspans = rb.spans().to_vec();
-        let keep = Unsent((sb, rb));
-        let finish: Box<dyn FnOnce() + Send> = Box::new(move || {
-            let (_sb, rb) = keep.take();
-            // SAFETY: MPI: recvbuf holds every rank's block, to write, until completion.
-            unsafe { rb.store_all_but(None) }
-        });
-        start_coll(
-            name,
-            None,
-            comm,
-            c,
-            req,
-            move |c| coll::build_alltoallv(c, &ss, &rspans, s),
-            Some(finish),
+    // SAFETY: as in `ibcast`.
+    icoll(name, comm, req, |c| unsafe {
+        plan::alltoall(send, scount, sdt, recv, rcount, rdt, c)
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn ialltoallv(
+    name: &'static str,
+    send: *const c_void,
+    scounts: Ints,
+    sdispls: Ints,
+    sdt: c_int,
+    recv: *mut c_void,
+    rcounts: Ints,
+    rdispls: Ints,
+    rdt: c_int,
+    comm: c_int,
+    req: *mut c_int,
+) -> c_int {
+    // SAFETY: as in `ibcast`.
+    icoll(name, comm, req, |c| unsafe {
+        plan::alltoallv(send, scounts, sdispls, sdt, recv, rcounts, rdispls, rdt, c)
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn ialltoallw(
+    name: &'static str,
+    send: *const c_void,
+    scounts: Ints,
+    sdispls: Ints,
+    stypes: *const c_int,
+    recv: *mut c_void,
+    rcounts: Ints,
+    rdispls: Ints,
+    rtypes: *const c_int,
+    comm: c_int,
+    req: *mut c_int,
+) -> c_int {
+    // SAFETY: as in `ibcast`.
+    icoll(name, comm, req, |c| unsafe {
+        plan::alltoallw(
+            send, scounts, sdispls, stypes, recv, rcounts, rdispls, rtypes, c,
         )
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn igather(
+    name: &'static str,
+    send: *const c_void,
+    scount: Count,
+    sdt: c_int,
+    recv: *mut c_void,
+    rcount: Count,
+    rdt: c_int,
+    root: c_int,
+    comm: c_int,
+    req: *mut c_int,
+) -> c_int {
+    // SAFETY: as in `ibcast`.
+    icoll(name, comm, req, |c| unsafe {
+        plan::gather(send, scount, sdt, recv, rcount, None, rdt, root, c)
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn igatherv(
+    name: &'static str,
+    send: *const c_void,
+    scount: Count,
+    sdt: c_int,
+    recv: *mut c_void,
+    rcounts: Ints,
+    displs: Ints,
+    rdt: c_int,
+    root: c_int,
+    comm: c_int,
+    req: *mut c_int,
+) -> c_int {
+    let counts = Some((rcounts, displs));
+    // SAFETY: as in `ibcast`.
+    icoll(name, comm, req, |c| unsafe {
+        plan::gather(send, scount, sdt, recv, 0, counts, rdt, root, c)
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn iscatter(
+    name: &'static str,
+    send: *const c_void,
+    scount: Count,
+    sdt: c_int,
+    recv: *mut c_void,
+    rcount: Count,
+    rdt: c_int,
+    root: c_int,
+    comm: c_int,
+    req: *mut c_int,
+) -> c_int {
+    // SAFETY: as in `ibcast`.
+    icoll(name, comm, req, |c| unsafe {
+        plan::scatter(send, scount, None, sdt, recv, rcount, rdt, root, c)
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn iscatterv(
+    name: &'static str,
+    send: *const c_void,
+    scounts: Ints,
+    displs: Ints,
+    sdt: c_int,
+    recv: *mut c_void,
+    rcount: Count,
+    rdt: c_int,
+    root: c_int,
+    comm: c_int,
+    req: *mut c_int,
+) -> c_int {
+    let counts = Some((scounts, displs));
+    // SAFETY: as in `ibcast`.
+    icoll(name, comm, req, |c| unsafe {
+        plan::scatter(send, 0, counts, sdt, recv, rcount, rdt, root, c)
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn iscan(
+    name: &'static str,
+    send: *const c_void,
+    recv: *mut c_void,
+    count: Count,
+    dt: c_int,
+    op: c_int,
+    comm: c_int,
+    req: *mut c_int,
+) -> c_int {
+    // SAFETY: as in `ibcast`.
+    icoll(name, comm, req, |_| unsafe {
+        plan::scan(false, send, recv, count, dt, op)
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn iexscan(
+    name: &'static str,
+    send: *const c_void,
+    recv: *mut c_void,
+    count: Count,
+    dt: c_int,
+    op: c_int,
+    comm: c_int,
+    req: *mut c_int,
+) -> c_int {
+    // SAFETY: as in `ibcast`.
+    icoll(name, comm, req, |_| unsafe {
+        plan::scan(true, send, recv, count, dt, op)
     })
 }
 
@@ -533,6 +481,32 @@ pub unsafe fn isend(
     comm: c_int,
     req: *mut c_int,
 ) -> c_int {
+    isend_in_mode(
+        name,
+        buf,
+        count,
+        dt,
+        dest,
+        tag,
+        comm,
+        req,
+        p2p::Mode::Standard,
+    )
+}
+
+/// `MPI_Isend` or `MPI_Issend`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn isend_in_mode(
+    name: &'static str,
+    buf: *const c_void,
+    count: Count,
+    dt: c_int,
+    dest: c_int,
+    tag: c_int,
+    comm: c_int,
+    req: *mut c_int,
+    mode: p2p::Mode,
+) -> c_int {
     guard(name, Some(comm), || {
         host_only(&[buf])?;
         let c = any_comm_of(runtime::get()?, comm)?;
@@ -544,7 +518,7 @@ pub unsafe fn isend(
         let r = match dest {
             Some(dest) => {
                 let keep: Box<dyn Send> = Box::new(Unsent(staged));
-                let op = p2p::isend(c, dest, tag, &msg, Some(keep))?;
+                let op = p2p::isend(c, dest, tag, &msg, mode, Some(keep))?;
                 Request::new(name, comm, false, ep, Box::new(op))
             }
             None => Request::completed(name, comm, ep, Completion::empty()),
@@ -597,7 +571,10 @@ pub unsafe fn irecv(
 
 /// Runs a completion call: panics become `MPI_ERR_INTERN`; an error goes to the error handler
 /// of the communicator it names (the world's for `None`).
-fn completing(name: &'static str, body: impl FnOnce() -> std::result::Result<(), Failed>) -> c_int {
+pub(crate) fn completing(
+    name: &'static str,
+    body: impl FnOnce() -> std::result::Result<(), Failed>,
+) -> c_int {
     let res = catch_unwind(AssertUnwindSafe(body)).unwrap_or_else(|p| {
         let what = p
             .downcast_ref::<&str>()
@@ -616,7 +593,7 @@ fn completing(name: &'static str, body: impl FnOnce() -> std::result::Result<(),
 }
 
 /// An error and the communicator whose handler gets it.
-struct Failed(Option<c_int>, Error);
+pub(crate) struct Failed(pub(crate) Option<c_int>, pub(crate) Error);
 
 impl From<Error> for Failed {
     fn from(e: Error) -> Failed {
@@ -696,12 +673,15 @@ unsafe fn requests(count: c_int, reqs: *mut c_int) -> Result<(usize, Vec<Option<
     Ok((n, list))
 }
 
-/// Completes request `i` of the array: releases its handle and sets it to `MPI_REQUEST_NULL`
-/// (a freed, persistent-less request). Returns its outcome.
+/// Completes request `i` of the array: releases its handle and sets it to `MPI_REQUEST_NULL`,
+/// or, for a persistent request, makes it inactive (the handle stays). Returns its outcome.
 unsafe fn retire(reqs: *mut c_int, i: usize, r: &Request) -> Result<Completion> {
     let out = outcome_of(r);
     if let Some(p) = r.take_profile() {
         stats::profile::completed(p);
+    }
+    if r.deactivate() {
+        return out;
     }
     // SAFETY: MPI: the array holds the request at `i`.
     unsafe {
@@ -711,8 +691,18 @@ unsafe fn retire(reqs: *mut c_int, i: usize, r: &Request) -> Result<Completion> 
     out
 }
 
+/// Whether a request counts in Waitany/Waitsome/Testany/Testsome: not `MPI_REQUEST_NULL`,
+/// not an inactive persistent request.
+fn active(r: &Option<Arc<Request>>) -> bool {
+    r.as_ref().is_some_and(|r| !r.is_inactive())
+}
+
 fn ep_of(list: &[Option<Arc<Request>>]) -> Option<Arc<crate::endpoint::Endpoint>> {
-    list.iter().flatten().next().map(|r| r.endpoint().clone())
+    list.iter()
+        .filter(|r| active(r))
+        .flatten()
+        .next()
+        .map(|r| r.endpoint().clone())
 }
 
 pub unsafe fn wait(req: *mut c_int, status: *mut Status) -> c_int {
@@ -861,7 +851,7 @@ pub unsafe fn testall(
 /// `UNDEFINED` handling is the caller's.
 fn first_done(list: &[Option<Arc<Request>>]) -> Option<usize> {
     list.iter()
-        .position(|r| r.as_ref().is_some_and(|r| r.is_done()))
+        .position(|r| active(r) && r.as_ref().is_some_and(|r| r.is_done()))
 }
 
 unsafe fn any_common(
@@ -965,7 +955,7 @@ unsafe fn some_common(
         };
         let done = || -> Vec<usize> {
             (0..n)
-                .filter(|&i| list[i].as_ref().is_some_and(|r| r.is_done()))
+                .filter(|&i| active(&list[i]) && list[i].as_ref().is_some_and(|r| r.is_done()))
                 .collect()
         };
         if blocking {
@@ -1037,8 +1027,22 @@ pub unsafe fn request_free(req: *mut c_int) -> c_int {
         runtime::get()?;
         // SAFETY: a non-NULL MPI_Request of the caller.
         let h = unsafe { *req };
-        if request::get(h, "request")?.is_none() {
+        let Some(r) = request::get(h, "request")? else {
             return Err(Error::new(Class::Request, "request is MPI_REQUEST_NULL").into());
+        };
+        // MPI makes freeing an active persistent collective request erroneous: it is refused
+        // (the request stays valid), as its schedule's buffers belong to the caller.
+        if r.collective && r.is_persistent() && !r.is_inactive() {
+            return Err(Failed(
+                Some(r.comm),
+                Error::new(
+                    Class::Request,
+                    format!(
+                        "the {} request is active: complete it (MPI_Wait/MPI_Test) before freeing it",
+                        r.name
+                    ),
+                ),
+            ));
         }
         // An active request goes on to complete; only the handle goes.
         request::remove(h);
@@ -1112,5 +1116,161 @@ pub unsafe fn test_cancelled(status: *const Status, flag: *mut c_int) -> c_int {
         // SAFETY: non-NULL status and flag of the caller.
         unsafe { *flag = (*status).count_hi_and_cancelled & 1 };
         Ok(())
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// MPI 4.1: MPI_Request_get_status_any / _all / _some: as MPI_Testany / _all / _some, but the
+// completed requests stay (a later Wait/Test completes them) and the handles are not written.
+
+/// Fills the statuses of the completed requests `which` (slot `k` for the `k`-th) without
+/// releasing them; failures as in [`retire_all`] (`MPI_ERR_IN_STATUS`).
+fn report_all(
+    list: &[Option<Arc<Request>>],
+    which: &[usize],
+    statuses: Option<*mut Status>,
+    slot: impl Fn(usize, usize) -> usize,
+) -> std::result::Result<(), Failed> {
+    let mut first: Option<(c_int, Error)> = None;
+    let mut codes = Vec::with_capacity(which.len());
+    for (k, &i) in which.iter().enumerate() {
+        let st = nth(statuses, slot(k, i));
+        let outcome = list[i].as_ref().map(|r| (r.comm, outcome_of(r)));
+        match outcome {
+            None => {
+                fill(st, &empty());
+                codes.push((st, 0));
+            }
+            Some((_, Ok(c))) => {
+                fill(st, &c);
+                codes.push((st, 0));
+            }
+            Some((comm, Err(e))) => {
+                codes.push((st, e.class as c_int));
+                first.get_or_insert((comm, e));
+            }
+        }
+    }
+    let Some((comm, e)) = first else {
+        return Ok(());
+    };
+    for (st, code) in codes {
+        set_error(st, code);
+    }
+    Err(Failed(
+        Some(comm),
+        Error::new(Class::InStatus, format!("a request failed: {}", e.msg)),
+    ))
+}
+
+pub unsafe fn request_get_status_any(
+    count: c_int,
+    array_of_requests: *const c_int,
+    index: *mut c_int,
+    flag: *mut c_int,
+    status: *mut Status,
+) -> c_int {
+    completing("MPI_Request_get_status_any", || {
+        runtime::get()?;
+        if index.is_null() || flag.is_null() {
+            return Err(Error::new(Class::Arg, "index or flag is NULL").into());
+        }
+        // SAFETY: MPI: the array holds `count` requests (only read).
+        let (_, list) = unsafe { requests(count, array_of_requests.cast_mut()) }?;
+        let st = status_out(status)?;
+        let set = |i: c_int, f: bool| {
+            // SAFETY: non-NULL outputs of the caller (checked above).
+            unsafe {
+                *index = i;
+                *flag = c_int::from(f);
+            }
+        };
+        if ep_of(&list).is_none() {
+            set(UNDEFINED, true);
+            fill(st, &empty());
+            return Ok(());
+        }
+        progress::poke();
+        match first_done(&list) {
+            Some(i) => {
+                set(i as c_int, true);
+                let r = list[i].as_ref().expect("active");
+                match outcome_of(r) {
+                    Ok(c) => {
+                        fill(st, &c);
+                        Ok(())
+                    }
+                    Err(e) => Err(Failed(Some(r.comm), e)),
+                }
+            }
+            None => {
+                set(UNDEFINED, false);
+                Ok(())
+            }
+        }
+    })
+}
+
+pub unsafe fn request_get_status_all(
+    count: c_int,
+    array_of_requests: *const c_int,
+    flag: *mut c_int,
+    array_of_statuses: *mut Status,
+) -> c_int {
+    completing("MPI_Request_get_status_all", || {
+        runtime::get()?;
+        if flag.is_null() {
+            return Err(Error::new(Class::Arg, "flag is NULL").into());
+        }
+        // SAFETY: MPI: the array holds `count` requests (only read).
+        let (n, list) = unsafe { requests(count, array_of_requests.cast_mut()) }?;
+        let sts = statuses_out(array_of_statuses, n)?;
+        progress::poke();
+        let all = list.iter().flatten().all(|r| r.is_done());
+        // SAFETY: non-NULL output of the caller.
+        unsafe { *flag = c_int::from(all) };
+        if !all {
+            return Ok(());
+        }
+        let which: Vec<usize> = (0..n).collect();
+        report_all(&list, &which, sts, |_, i| i)
+    })
+}
+
+pub unsafe fn request_get_status_some(
+    incount: c_int,
+    array_of_requests: *const c_int,
+    outcount: *mut c_int,
+    array_of_indices: *mut c_int,
+    array_of_statuses: *mut Status,
+) -> c_int {
+    completing("MPI_Request_get_status_some", || {
+        runtime::get()?;
+        if outcount.is_null() {
+            return Err(Error::new(Class::Arg, "outcount is NULL").into());
+        }
+        // SAFETY: MPI: the array holds `incount` requests (only read).
+        let (n, list) = unsafe { requests(incount, array_of_requests.cast_mut()) }?;
+        if n > 0 && array_of_indices.is_null() {
+            return Err(Error::new(Class::Arg, "array_of_indices is NULL").into());
+        }
+        let sts = statuses_out(array_of_statuses, n)?;
+        if ep_of(&list).is_none() {
+            // SAFETY: non-NULL output of the caller.
+            unsafe { *outcount = UNDEFINED };
+            return Ok(());
+        }
+        progress::poke();
+        let which: Vec<usize> = (0..n)
+            .filter(|&i| list[i].as_ref().is_some_and(|r| r.is_done()))
+            .collect();
+        // SAFETY: MPI: `array_of_indices` holds `incount` entries; `outcount` is the caller's.
+        unsafe {
+            *outcount = which.len() as c_int;
+            for (k, &i) in which.iter().enumerate() {
+                *array_of_indices.add(k) = i as c_int;
+            }
+        }
+        report_all(&list, &which, sts, |k, _| k)
     })
 }

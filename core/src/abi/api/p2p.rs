@@ -134,7 +134,16 @@ pub(crate) fn outgoing(
     what: [&str; 3],
 ) -> Result<(Outgoing, Staged)> {
     let n = count_arg(count, what[1])?;
-    let t = type_arg(dt, what[2])?;
+    outgoing_typed(buf, n, &type_arg(dt, what[2])?, what)
+}
+
+/// [`outgoing`] with the count and datatype already resolved (a persistent send keeps them).
+pub(crate) fn outgoing_typed(
+    buf: *const c_void,
+    n: usize,
+    t: &TypeArg,
+    what: [&str; 3],
+) -> Result<(Outgoing, Staged)> {
     let v = t.moving();
     let len = v.bytes(n, what[1])?;
     buf_arg(buf, len, what[0])?;
@@ -160,7 +169,17 @@ pub(crate) fn incoming(
     what: [&str; 3],
 ) -> Result<(Incoming, Staged)> {
     let n = count_arg(count, what[1])?;
-    let v = type_arg(dt, what[2])?.moving();
+    incoming_typed(buf, n, &type_arg(dt, what[2])?, what)
+}
+
+/// [`incoming`] with the count and datatype already resolved (a persistent receive keeps them).
+pub(crate) fn incoming_typed(
+    buf: *mut c_void,
+    n: usize,
+    t: &TypeArg,
+    what: [&str; 3],
+) -> Result<(Incoming, Staged)> {
+    let v = t.moving();
     let cap = v.bytes(n, what[1])?;
     buf_arg(buf, cap, what[0])?;
     // SAFETY: MPI: `buf` holds `count` items of the datatype to write.
@@ -206,12 +225,12 @@ pub(crate) fn set_status(st: Option<*mut Status>, source: c_int, tag: c_int, byt
 }
 
 /// The status of a receive from `MPI_PROC_NULL`.
-fn set_status_proc_null(st: Option<*mut Status>) {
+pub(crate) fn set_status_proc_null(st: Option<*mut Status>) {
     set_status(st, h::PROC_NULL, ANY_TAG, 0);
 }
 
 /// Reports a completed receive: fills the status; truncation is `MPI_ERR_TRUNCATE`.
-fn finish_recv(st: Option<*mut Status>, r: &Received, cap: usize) -> Result<()> {
+pub(crate) fn finish_recv(st: Option<*mut Status>, r: &Received, cap: usize) -> Result<()> {
     if !r.truncated {
         set_status(st, r.env.source, r.env.tag, r.bytes);
         return Ok(());
@@ -238,13 +257,28 @@ pub unsafe fn send(
     tag: c_int,
     comm: c_int,
 ) -> c_int {
+    send_in_mode(name, buf, count, dt, dest, tag, comm, p2p::Mode::Standard)
+}
+
+/// `MPI_Send` or `MPI_Ssend`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe fn send_in_mode(
+    name: &'static str,
+    buf: *const c_void,
+    count: Count,
+    dt: c_int,
+    dest: c_int,
+    tag: c_int,
+    comm: c_int,
+    mode: p2p::Mode,
+) -> c_int {
     guard(name, Some(comm), || {
         host_only(&[buf])?;
         let c = any_comm_of(runtime::get()?, comm)?;
         let (msg, _staged) = outgoing(buf, count, dt, ["buf", "count", "datatype"])?;
         let tag = send_tag_arg(tag, "tag")?;
         match dest_arg(dest, &c, "dest")? {
-            Some(dest) => p2p::send(&c, dest, tag, &msg),
+            Some(dest) => p2p::send(&c, dest, tag, &msg, mode),
             None => Ok(()),
         }
     })

@@ -42,8 +42,18 @@ enum Kind {
 }
 
 /// Resolves a datatype argument of a communication call: NULL, unknown, freed and uncommitted
-/// types are `MPI_ERR_TYPE`.
+/// types, and types with a negative extent, are `MPI_ERR_TYPE`.
 pub(crate) fn type_arg(dt: c_int, what: &str) -> Result<TypeArg> {
+    checked_type(dt, what, false)
+}
+
+/// [`type_arg`] for packing, which also takes types with a negative extent (every buffer
+/// computation of the communication paths assumes a non-negative one).
+pub(crate) fn packing_type_arg(dt: c_int, what: &str) -> Result<TypeArg> {
+    checked_type(dt, what, true)
+}
+
+fn checked_type(dt: c_int, what: &str, allow_negative_extent: bool) -> Result<TypeArg> {
     if dt == h::DATATYPE_NULL {
         return Err(Error::new(
             Class::Type,
@@ -66,6 +76,15 @@ pub(crate) fn type_arg(dt: c_int, what: &str) -> Result<TypeArg> {
         return Err(Error::new(
             Class::Type,
             format!("{what} 0x{dt:x} is not committed (call MPI_Type_commit first)"),
+        ));
+    }
+    if !allow_negative_extent && t.layout.extent_signed() < 0 {
+        return Err(Error::new(
+            Class::Type,
+            format!(
+                "{what} 0x{dt:x} has a negative extent ({}): hcomm does not communicate such types (MPI_Pack them instead)",
+                t.layout.extent_signed()
+            ),
         ));
     }
     Ok(TypeArg {
@@ -342,11 +361,19 @@ impl Staged {
     }
 
     /// Like [`Staged::finish`] after a receive that stored `bytes` bytes of elements: writes
-    /// back only the items received whole (MPI leaves the rest of the buffer untouched).
+    /// back only what was received (MPI leaves the rest of the buffer untouched): the
+    /// elements of packed items, the whole items of native ones.
     ///
     /// # Safety
     /// As promised to [`View::stage`].
     pub unsafe fn finish_received(mut self, bytes: usize) {
+        if let (Some(l), false) = (&self.layout, self.native) {
+            // The wire format: whole items and the whole elements of a partial one.
+            let b = bytes.min(self.count.saturating_mul(l.wire));
+            // SAFETY: per the contract of `stage`: `b` bytes of staged items.
+            unsafe { l.unpack_prefix(self.ptr, b, self.user) };
+            return;
+        }
         if let Some(l) = &self.layout {
             let item = if self.native { l.extent() } else { l.wire };
             if let Some(whole) = bytes.checked_div(item) {

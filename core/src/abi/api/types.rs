@@ -12,6 +12,7 @@ use std::ffi::{c_char, c_int};
 use std::sync::Arc;
 
 use super::env::write_string;
+use super::type_contents::{combiner, Made};
 use super::Count;
 use crate::abi::handles::{self as h, UserOpDef};
 use crate::abi::{guard, out};
@@ -20,10 +21,10 @@ use crate::error::{Class, Error, Result};
 use crate::typemap::Layout;
 
 /// MPICH's `MPI_MAX_OBJECT_NAME`.
-const MAX_OBJECT_NAME: usize = 128;
+pub(super) const MAX_OBJECT_NAME: usize = 128;
 
 /// The layout of an input type of a constructor (committed or not).
-fn old_type(dt: c_int, what: &str) -> Result<Arc<Layout>> {
+pub(super) fn old_type(dt: c_int, what: &str) -> Result<Arc<Layout>> {
     if dt == h::DATATYPE_NULL {
         return Err(Error::new(
             Class::Type,
@@ -38,11 +39,11 @@ fn old_type(dt: c_int, what: &str) -> Result<Arc<Layout>> {
     })
 }
 
-fn nonneg(v: i64, class: Class, what: &str) -> Result<usize> {
+pub(super) fn nonneg(v: i64, class: Class, what: &str) -> Result<usize> {
     usize::try_from(v).map_err(|_| Error::new(class, format!("{what} is negative ({v})")))
 }
 
-fn disp(v: i64, what: &str) -> Result<isize> {
+pub(super) fn disp(v: i64, what: &str) -> Result<isize> {
     isize::try_from(v).map_err(|_| Error::new(Class::Arg, format!("{what} ({v}) is too large")))
 }
 
@@ -50,26 +51,30 @@ fn disp(v: i64, what: &str) -> Result<isize> {
 ///
 /// # Safety
 /// `p` points to at least `i + 1` elements.
-unsafe fn at<T: Copy + Into<i64>>(p: *const T, i: usize) -> i64 {
+pub(super) unsafe fn at<T: Copy + Into<i64>>(p: *const T, i: usize) -> i64 {
     // SAFETY: per the contract.
     unsafe { (*p.add(i)).into() }
 }
 
-fn array<T>(p: *const T, count: usize, what: &str) -> Result<()> {
+pub(super) fn array<T>(p: *const T, count: usize, what: &str) -> Result<()> {
     if count > 0 && p.is_null() {
         return Err(Error::new(Class::Arg, format!("{what} is NULL")));
     }
     Ok(())
 }
 
-/// Builds a layout and stores the new handle through `newtype`.
-fn register(newtype: *mut c_int, built: std::result::Result<Layout, String>) -> Result<()> {
+/// Builds a layout and stores the new handle, made by the call `made`, through `newtype`.
+pub(super) fn register(
+    newtype: *mut c_int,
+    built: std::result::Result<Layout, String>,
+    made: Made,
+) -> Result<()> {
     if newtype.is_null() {
         return Err(Error::new(Class::Arg, "newtype is NULL"));
     }
     let l = built.map_err(|m| Error::new(Class::Arg, m))?;
-    let handle =
-        h::add_type(l).ok_or_else(|| Error::new(Class::Intern, "out of datatype handles"))?;
+    let handle = h::add_type_with(Arc::new(l), made.0, false)
+        .ok_or_else(|| Error::new(Class::Intern, "out of datatype handles"))?;
     out(newtype, "newtype", handle)
 }
 
@@ -82,7 +87,8 @@ pub unsafe fn type_contiguous(
     guard(name, None, || {
         let n = nonneg(count, Class::Count, "count")?;
         let l = old_type(old, "oldtype")?;
-        register(newtype, Layout::contiguous(n, &l))
+        let made = Made::new(combiner::CONTIGUOUS, name).count(count).ty(old);
+        register(newtype, Layout::contiguous(n, &l), made)
     })
 }
 
@@ -97,9 +103,12 @@ pub unsafe fn type_vector(
     guard(name, None, || {
         let n = nonneg(count, Class::Count, "count")?;
         let bl = nonneg(blocklength, Class::Arg, "blocklength")?;
-        let stride = disp(stride, "stride")?;
+        let st = disp(stride, "stride")?;
         let l = old_type(old, "oldtype")?;
-        register(newtype, Layout::vector(n, bl, stride, &l))
+        let made = Made::new(combiner::VECTOR, name)
+            .counts([count, blocklength, stride])
+            .ty(old);
+        register(newtype, Layout::vector(n, bl, st, &l), made)
     })
 }
 
@@ -126,9 +135,15 @@ pub unsafe fn type_indexed<T: Copy + Into<i64>>(
                 ))
             })
             .collect::<Result<Vec<_>>>()?;
+        let made = Made::new(combiner::INDEXED, name)
+            .count(count)
+            .counts(blocks.iter().map(|b| b.0 as i64))
+            .counts(blocks.iter().map(|b| b.1 as i64))
+            .ty(old);
         register(
             newtype,
-            Layout::indexed(blocks.into_iter(), l.extent() as isize, &l),
+            Layout::indexed(blocks.into_iter(), l.extent_signed(), &l),
+            made,
         )
     })
 }
@@ -158,9 +173,16 @@ pub unsafe fn type_create_struct<B: Copy + Into<i64>, D: Copy + Into<i64>>(
                 ))
             })
             .collect::<Result<Vec<_>>>()?;
+        let made = Made::new(combiner::STRUCT, name)
+            .count(count)
+            .counts(blocks.iter().map(|b| b.0 as i64))
+            .addrs(blocks.iter().map(|b| b.1 as i64))
+            // SAFETY: `types` has `count` elements (checked above).
+            .tys((0..n).map(|i| unsafe { *types.add(i) }));
         register(
             newtype,
             Layout::create_struct(blocks.iter().map(|(b, d, l)| (*b, *d, &**l))),
+            made,
         )
     })
 }
@@ -185,7 +207,7 @@ pub unsafe fn type_commit(datatype: *mut c_int) -> c_int {
     })
 }
 
-fn bad_type(dt: c_int) -> Error {
+pub(super) fn bad_type(dt: c_int) -> Error {
     if dt == h::DATATYPE_NULL {
         Error::new(Class::Type, "datatype is MPI_DATATYPE_NULL")
     } else {
@@ -211,6 +233,7 @@ pub unsafe fn type_free(datatype: *mut c_int) -> c_int {
         if !h::free_type(dt) {
             return Err(bad_type(dt));
         }
+        super::type_queries::forget_name(dt);
         out(datatype, "datatype", h::DATATYPE_NULL)
     })
 }
@@ -230,7 +253,7 @@ pub unsafe fn type_get_extent<T: TryFrom<isize>>(
             T::try_from(v).map_err(|_| Error::new(Class::Count, "the value does not fit"))
         };
         out(lb, "lb", conv(l.lb)?)?;
-        out(extent, "extent", conv(l.extent() as isize)?)
+        out(extent, "extent", conv(l.extent_signed())?)
     })
 }
 
@@ -240,11 +263,12 @@ pub unsafe fn type_get_name(
     resultlen: *mut c_int,
 ) -> c_int {
     guard("MPI_Type_get_name", None, || {
-        // Derived types have no name until MPI_Type_set_name (not implemented): "".
-        let name = match h::datatype_name(datatype) {
-            Some(n) => n,
-            None if h::user_type(datatype).is_some() => "",
-            None => return Err(bad_type(datatype)),
+        // A name set by MPI_Type_set_name wins; derived types have none before: "".
+        let set = super::type_queries::name_of(datatype);
+        let name = match (set.as_deref(), h::datatype_name(datatype)) {
+            (Some(n), _) | (None, Some(n)) => n,
+            (None, None) if h::user_type(datatype).is_some() => "",
+            (None, None) => return Err(bad_type(datatype)),
         };
         write_string(type_name, MAX_OBJECT_NAME, resultlen, name, "type_name")
     })

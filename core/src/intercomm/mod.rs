@@ -14,9 +14,11 @@
 //! local communicator, the leaders swap proposals, and the intercommunicator's id mixes the two
 //! in an order both sides agree on.
 //!
-//! Collectives on intercommunicators other than `MPI_Barrier` are not implemented yet: the api
-//! layer refuses an intercommunicator wherever it resolves a handle for an intracommunicator
-//! operation (MPI_ERR_COMM, naming the call).
+//! The blocking collectives are in [`coll`]. What is not implemented on intercommunicators
+//! (the nonblocking and persistent collectives, `MPI_Alltoallw`, communicator creation other
+//! than dup and merge) is refused by the api layer with `MPI_ERR_COMM`, naming the call.
+
+pub mod coll;
 
 use crate::comm::{Comm, Inter};
 use crate::datatype::{Datatype, ElemType};
@@ -27,7 +29,7 @@ use crate::p2p::{self, Incoming, Outgoing, Source};
 /// Internal tag of the leaders' exchanges on the bridge (no user message travels there).
 const BRIDGE_TAG: u32 = 1;
 
-fn bytes_dt() -> Datatype {
+pub(crate) fn bytes_dt() -> Datatype {
     Datatype::new(ElemType::Byte, 1, 1)
 }
 
@@ -109,7 +111,7 @@ pub fn create(
     tag: u32,
 ) -> Result<Comm> {
     // Every member derives the proposal, so the local communicator's children stay in step.
-    let proposal = local.next_child_id(0x1c0_1c0);
+    let proposal = local.next_child_id(0x001c_01c0);
     let leader = local.rank == local_leader;
     // The leaders swap (proposal, size) and then their groups' world ranks; each leader
     // broadcasts what it got to its group.
@@ -148,17 +150,27 @@ pub fn create(
 }
 
 fn build(local: &Comm, remote: Vec<usize>, mine: u64, theirs: u64, first: bool) -> Result<Comm> {
-    let (a, b) = if first { (mine, theirs) } else { (theirs, mine) };
+    let (a, b) = if first {
+        (mine, theirs)
+    } else {
+        (theirs, mine)
+    };
     let id = mix(mix(a) ^ b.rotate_left(17));
     let errh = local.errhandler.load(std::sync::atomic::Ordering::Relaxed);
     let local_comm = Comm::new(
-        mix(id ^ if first { 0x51de_a } else { 0x51de_b }),
+        mix(id ^ if first { 0x0005_1dea } else { 0x0005_1deb }),
         local.rank,
         local.world.clone(),
         local.ep.clone(),
         errh,
     );
-    let bridge = Comm::new(mix(id ^ 0xb41d_9e), local.rank, remote.clone(), local.ep.clone(), errh);
+    let bridge = Comm::new(
+        mix(id ^ 0x00b4_1d9e),
+        local.rank,
+        remote.clone(),
+        local.ep.clone(),
+        errh,
+    );
     let c = Comm::new(id, local.rank, remote, local.ep.clone(), errh);
     c.set_inter(Inter {
         local: local.world.clone(),
@@ -172,13 +184,19 @@ fn build(local: &Comm, remote: Vec<usize>, mine: u64, theirs: u64, first: bool) 
 /// `MPI_Comm_dup` of an intercommunicator: the same groups, new ids (both sides derive them
 /// alike: creation calls on an intercommunicator are collective over both groups).
 pub fn dup(c: &Comm, inter: &Inter) -> Result<Comm> {
-    let id = c.next_child_id(0xd0b_1e);
+    let id = c.next_child_id(0x000d_0b1e);
     let errh = c.errhandler.load(std::sync::atomic::Ordering::Relaxed);
     let n = Comm::new(id, c.rank, c.world.clone(), c.ep.clone(), errh);
     n.set_inter(Inter {
         local: inter.local.clone(),
         local_comm: inter.local_comm.dup(),
-        bridge: Comm::new(mix(id ^ 0xb41d_9e), c.rank, c.world.clone(), c.ep.clone(), errh),
+        bridge: Comm::new(
+            mix(id ^ 0x00b4_1d9e),
+            c.rank,
+            c.world.clone(),
+            c.ep.clone(),
+            errh,
+        ),
         first: inter.first,
     });
     Ok(n)
@@ -204,7 +222,7 @@ pub fn merge(c: &Comm, inter: &Inter, high: bool) -> Result<Comm> {
     } else {
         !high
     };
-    let id = c.next_child_id(0x3e_49e);
+    let id = c.next_child_id(0x0003_e49e);
     let (world, rank) = if local_first {
         let w: Vec<usize> = inter.local.iter().chain(&c.world).copied().collect();
         (w, c.rank)

@@ -1,0 +1,174 @@
+//! Local queries on datatypes: true extents, MPI-1's `MPI_Type_lb/ub/extent`, the `_x` and
+//! `_c` forms of the size and extent queries, `MPI_Get_elements`, names
+//! (`MPI_Type_set_name`) and `MPI_Type_match_size`.
+#![allow(clippy::missing_safety_doc)]
+
+use std::collections::BTreeMap;
+use std::ffi::{c_char, c_int, CStr};
+
+use parking_lot::Mutex;
+
+use super::p2p::{Status, STATUS_IGNORE};
+use super::types::{bad_type, MAX_OBJECT_NAME};
+use crate::abi::{guard, handles as h, out};
+use crate::error::{Class, Error, Result};
+use crate::typemap::Layout;
+
+const TYPECLASS_REAL: c_int = 1;
+const TYPECLASS_INTEGER: c_int = 2;
+const TYPECLASS_COMPLEX: c_int = 3;
+
+/// The layout of any valid datatype (committed or not).
+fn layout_of(dt: c_int) -> Result<std::sync::Arc<Layout>> {
+    h::layout(dt).ok_or_else(|| bad_type(dt))
+}
+
+/// Converts a query's result to the output's C type.
+fn fits<T: TryFrom<i64>>(v: i64, what: &str) -> Result<T> {
+    T::try_from(v).map_err(|_| {
+        Error::new(
+            Class::Count,
+            format!("{what} ({v}) does not fit the output type (use the _c or _x form)"),
+        )
+    })
+}
+
+/// `MPI_Type_get_true_extent(_c/_x)`: the bounds of the data, ignoring resizing and padding.
+pub unsafe fn type_get_true_extent<T: TryFrom<i64>>(
+    name: &'static str,
+    datatype: c_int,
+    true_lb: *mut T,
+    true_extent: *mut T,
+) -> c_int {
+    guard(name, None, || {
+        let (lo, hi) = layout_of(datatype)?.true_bounds();
+        if true_lb.is_null() || true_extent.is_null() {
+            return Err(Error::new(Class::Arg, "true_lb or true_extent is NULL"));
+        }
+        let lb = fits(lo as i64, "true_lb")?;
+        let ext = fits((hi - lo) as i64, "true_extent")?;
+        out(true_lb, "true_lb", lb)?;
+        out(true_extent, "true_extent", ext)
+    })
+}
+
+/// What MPI-1's `MPI_Type_lb`, `MPI_Type_ub` and `MPI_Type_extent` return.
+#[derive(Clone, Copy)]
+pub enum Bound {
+    Lb,
+    Ub,
+    Extent,
+}
+
+pub unsafe fn type_bound(name: &'static str, datatype: c_int, b: Bound, v: *mut i64) -> c_int {
+    guard(name, None, || {
+        let l = layout_of(datatype)?;
+        let x = match b {
+            Bound::Lb => l.lb,
+            Bound::Ub => l.ub,
+            Bound::Extent => l.extent_signed(),
+        };
+        out(v, "displacement", x as i64)
+    })
+}
+
+/// `MPI_Type_size(_c/_x)` with the output type of the form.
+pub unsafe fn type_size_as<T: TryFrom<i64>>(
+    name: &'static str,
+    datatype: c_int,
+    size: *mut T,
+) -> c_int {
+    guard(name, None, || {
+        let l = layout_of(datatype)?;
+        out(size, "size", fits(l.size as i64, "size")?)
+    })
+}
+
+/// `MPI_Get_elements(_c/_x)`: the predefined elements a receive stored, counting those of
+/// a partly received derived item; `MPI_UNDEFINED` when the data ends inside an element.
+pub unsafe fn get_elements<T: TryFrom<i64>>(
+    name: &'static str,
+    status: *const Status,
+    datatype: c_int,
+    count: *mut T,
+) -> c_int {
+    guard(name, None, || {
+        if status.is_null() || status as usize == STATUS_IGNORE {
+            return Err(Error::new(
+                Class::Arg,
+                "status is NULL or MPI_STATUS_IGNORE",
+            ));
+        }
+        if datatype == h::DATATYPE_NULL {
+            return Err(bad_type(datatype));
+        }
+        let l = layout_of(datatype)?;
+        // SAFETY: a status the caller supplied for reading (checked above).
+        let bytes = unsafe { (*status).bytes() };
+        let n = usize::try_from(bytes).ok().and_then(|b| l.elements_in(b));
+        let v = match n {
+            Some(n) => fits(n as i64, "count")?,
+            None => fits(i64::from(h::UNDEFINED), "count")?,
+        };
+        out(count, "count", v)
+    })
+}
+
+/// Names given by `MPI_Type_set_name`, by handle (predefined types included).
+static NAMES: Mutex<BTreeMap<c_int, String>> = Mutex::new(BTreeMap::new());
+
+/// The name `MPI_Type_set_name` gave a datatype, if any.
+pub(crate) fn name_of(dt: c_int) -> Option<String> {
+    NAMES.lock().get(&dt).cloned()
+}
+
+/// Drops the name of a freed datatype.
+pub(crate) fn forget_name(dt: c_int) {
+    NAMES.lock().remove(&dt);
+}
+
+pub unsafe fn type_set_name(datatype: c_int, type_name: *const c_char) -> c_int {
+    guard("MPI_Type_set_name", None, || {
+        layout_of(datatype)?;
+        if type_name.is_null() {
+            return Err(Error::new(Class::Arg, "type_name is NULL"));
+        }
+        // SAFETY: a NUL-terminated string from the caller (checked non-NULL).
+        let s = unsafe { CStr::from_ptr(type_name) }.to_string_lossy();
+        // MPICH keeps at most MPI_MAX_OBJECT_NAME - 1 characters.
+        let s: String = s.chars().take(MAX_OBJECT_NAME - 1).collect();
+        NAMES.lock().insert(datatype, s);
+        Ok(())
+    })
+}
+
+/// `MPI_Type_match_size`: MPICH's answers (the Fortran sized types).
+pub unsafe fn type_match_size(typeclass: c_int, size: c_int, datatype: *mut c_int) -> c_int {
+    guard("MPI_Type_match_size", None, || {
+        let t = match (typeclass, size) {
+            (TYPECLASS_REAL, 4) => 0x4c00_0427,
+            (TYPECLASS_REAL, 8) => 0x4c00_0829,
+            (TYPECLASS_REAL, 16) => 0x4c00_102b,
+            (TYPECLASS_INTEGER, 1) => 0x4c00_012d,
+            (TYPECLASS_INTEGER, 2) => 0x4c00_022f,
+            (TYPECLASS_INTEGER, 4) => 0x4c00_0430,
+            (TYPECLASS_INTEGER, 8) => 0x4c00_0831,
+            (TYPECLASS_COMPLEX, 8) => 0x4c00_0828,
+            (TYPECLASS_COMPLEX, 16) => 0x4c00_102a,
+            (TYPECLASS_COMPLEX, 32) => 0x4c00_202c,
+            (TYPECLASS_REAL | TYPECLASS_INTEGER | TYPECLASS_COMPLEX, _) => {
+                return Err(Error::new(
+                    Class::Arg,
+                    format!("no datatype of typeclass {typeclass} has size {size}"),
+                ))
+            }
+            _ => {
+                return Err(Error::new(
+                    Class::Arg,
+                    format!("typeclass {typeclass} is not an MPI_TYPECLASS_ value"),
+                ))
+            }
+        };
+        out(datatype, "datatype", t)
+    })
+}
