@@ -2,7 +2,8 @@
  * and the odd world ranks, MPI_Comm_test_inter, sizes, the local and remote groups,
  * point-to-point across (MPI_ANY_SOURCE included), MPI_Barrier, MPI_Comm_dup of an
  * intercommunicator, MPI_Intercomm_merge with both orders of `high` and with equal `high`,
- * collectives on the merged communicators, and (hcomm's header only) MPI_Comm_remote_size on an
+ * collectives on the merged communicators, MPI_Intercomm_create_from_groups (MPI 4), and
+ * (hcomm's header only) MPI_Comm_remote_size on an
  * intracommunicator (MPI_ERR_COMM). Rank 0 prints only implementation-independent lines. */
 #include <mpi.h>
 #include <stdio.h>
@@ -179,6 +180,49 @@ int main(int argc, char **argv) {
         check_merged(merged, wsize, color, lrank, first, "merge(high=0 on both)");
     }
     MPI_Comm_free(&merged);
+
+#if MPI_VERSION >= 4
+    /* MPI_Intercomm_create_from_groups: the same two groups from group handles alone, the
+     * last process of each side leading; checked with an allreduce across (each side gets
+     * the sum of the other side's world ranks). */
+    {
+        MPI_Group evens, odds;
+        int *ev = malloc(sizeof(int) * neven), *od = malloc(sizeof(int) * (nodd + 1));
+        for (int i = 0; i < neven; i++)
+            ev[i] = 2 * i;
+        for (int i = 0; i < nodd; i++)
+            od[i] = 2 * i + 1;
+        MPI_Group_incl(wg, neven, ev, &evens);
+        MPI_Group_incl(wg, nodd, od, &odds);
+        MPI_Comm ic;
+        MPI_Group mine = color == 0 ? evens : odds, other = color == 0 ? odds : evens;
+        int nmine = color == 0 ? neven : nodd, nother = color == 0 ? nodd : neven;
+        MPI_Intercomm_create_from_groups(mine, nmine - 1, other, nother - 1, "hcomm-test-icfg",
+                                         MPI_INFO_NULL, MPI_ERRORS_RETURN, &ic);
+        int f = -1, rsz = -1, sum = -1, want = 0;
+        MPI_Comm_test_inter(ic, &f);
+        MPI_Comm_remote_size(ic, &rsz);
+        CHECK(f == 1 && rsz == nother, "from_groups: inter %d remote size %d", f, rsz);
+        for (int j = 0; j < nother; j++)
+            want += 2 * j + (1 - color);
+        int mr = -1;
+        MPI_Comm_rank(ic, &mr);
+        CHECK(mr == lrank, "from_groups: rank %d, expected %d", mr, lrank);
+        /* Point-to-point across: local rank 0 of each side swaps with remote rank 0. */
+        if (lrank == 0) {
+            int got = -1;
+            MPI_Sendrecv(&wrank, 1, MPI_INT, 0, 3, &got, 1, MPI_INT, 0, 3, ic, MPI_STATUS_IGNORE);
+            CHECK(got == 1 - color, "from_groups: remote rank 0 is world rank %d", got);
+        }
+        MPI_Allreduce(&wrank, &sum, 1, MPI_INT, MPI_SUM, ic);
+        CHECK(sum == want, "from_groups: allreduce %d, expected %d", sum, want);
+        MPI_Comm_free(&ic);
+        MPI_Group_free(&evens);
+        MPI_Group_free(&odds);
+        free(ev);
+        free(od);
+    }
+#endif
 
 #ifdef HCOMM_MPI_H
     /* Errors: an intracommunicator has no remote group (hcomm's header only: MPICH 4.0.2

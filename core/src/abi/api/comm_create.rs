@@ -19,7 +19,7 @@ use crate::request::{Completion, Request};
 use crate::runtime;
 
 /// `MPI_MAX_STRINGTAG_LEN` (MPICH), the NUL included.
-const MAX_STRINGTAG: usize = 256;
+pub(super) const MAX_STRINGTAG: usize = 256;
 
 fn non_null<T>(p: *mut T, what: &str) -> Result<()> {
     if p.is_null() {
@@ -127,7 +127,7 @@ pub unsafe fn comm_create_group(
 
 /// The error handler `MPI_Comm_create_from_group` reports its own errors to: its
 /// `errhandler` argument when that is one (MPI-4 §7.4.2), else `MPI_ERRORS_ARE_FATAL`.
-fn handler_or_fatal(errhandler: c_int) -> (i32, i32) {
+pub(super) fn handler_or_fatal(errhandler: c_int) -> (i32, i32) {
     let e = if objects::is_errhandler(errhandler) {
         errhandler
     } else {

@@ -1,11 +1,13 @@
 //! `MPI_Intercomm_create` and `MPI_Intercomm_merge` (the communicators: `crate::intercomm`).
 #![allow(clippy::missing_safety_doc)]
 
-use std::ffi::c_int;
+use std::ffi::{c_char, c_int};
 
+use super::comm_create::{handler_or_fatal, string_arg, MAX_STRINGTAG};
+use super::info::info_arg;
 use super::p2p::send_tag_arg;
 use super::{any_comm_of, comm_of};
-use crate::abi::{guard, out};
+use crate::abi::{guard, guard_on, objects, out};
 use crate::error::{Class, Error};
 use crate::runtime;
 
@@ -86,4 +88,93 @@ pub unsafe fn intercomm_merge(
         let merged = crate::intercomm::merge(&c, inter, high != 0)?;
         out(newintracomm, "newintracomm", rt.add_comm(merged)?)
     })
+}
+
+/// `MPI_Intercomm_create_from_groups` (MPI 4.0): from two disjoint groups alone, the Sessions
+/// way. Each side's members make their local communicator from `local_group` and the leaders
+/// a two-member communicator of their own, all told apart by `stringtag`; then it goes on as
+/// `MPI_Intercomm_create`. Errors go to `errhandler` (`MPI_ERRORS_ARE_FATAL` when that is
+/// not an error handler).
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn intercomm_create_from_groups(
+    name: &'static str,
+    local_group: c_int,
+    local_leader: c_int,
+    remote_group: c_int,
+    remote_leader: c_int,
+    stringtag: *const c_char,
+    info: c_int,
+    errhandler: c_int,
+    newintercomm: *mut c_int,
+) -> c_int {
+    guard_on(
+        name,
+        || handler_or_fatal(errhandler),
+        || {
+            let rt = runtime::get()?;
+            let lg = objects::group(local_group, "local_group")?;
+            let rg = objects::group(remote_group, "remote_group")?;
+            let tag = string_arg(stringtag, "stringtag", MAX_STRINGTAG)?;
+            info_arg(info)?;
+            if !objects::is_errhandler(errhandler) {
+                return Err(Error::new(
+                    Class::Arg,
+                    format!("errhandler 0x{errhandler:x} is not a valid error handler"),
+                ));
+            }
+            if newintercomm.is_null() {
+                return Err(Error::new(Class::Arg, "newintercomm is NULL"));
+            }
+            let leader_of = |g: &crate::group::Group, r: c_int, what: &str| {
+                usize::try_from(r)
+                    .ok()
+                    .filter(|&r| r < g.world.len())
+                    .ok_or_else(|| {
+                        Error::new(
+                            Class::Rank,
+                            format!(
+                                "{what} {r} is not a rank of a group of size {}",
+                                g.world.len()
+                            ),
+                        )
+                    })
+            };
+            let ll = leader_of(&lg, local_leader, "local_leader")?;
+            let rl = leader_of(&rg, remote_leader, "remote_leader")?;
+            let me = rt.world.rank;
+            let mut key = b"intercomm_from_groups".to_vec();
+            key.extend(tag.as_bytes());
+            let local =
+                crate::comm::create_tagged(&key, &lg.world, me, rt.world.ep.clone(), errhandler)
+                    .ok_or_else(|| {
+                        Error::new(
+                            Class::Group,
+                            format!(
+                                "this process (world rank {me}) is not a member of local_group"
+                            ),
+                        )
+                    })?;
+            let (lw, rw) = (lg.world[ll], rg.world[rl]);
+            if lw == rw {
+                return Err(Error::new(
+                    Class::Group,
+                    format!("the two leaders are the same process (world rank {lw})"),
+                ));
+            }
+            let peer = if local.rank == ll {
+                key.extend(b"/leaders");
+                let pair = [lw.min(rw), lw.max(rw)];
+                let p =
+                    crate::comm::create_tagged(&key, &pair, me, rt.world.ep.clone(), errhandler)
+                        .ok_or_else(|| {
+                            Error::new(Class::Intern, "the leader is not in its pair")
+                        })?;
+                Some((p, usize::from(lw < rw)))
+            } else {
+                None
+            };
+            let c = crate::intercomm::create(&local, ll, peer.as_ref().map(|(p, r)| (p, *r)), 0)?;
+            out(newintercomm, "newintercomm", rt.add_comm(c)?)
+        },
+    )
 }
