@@ -136,6 +136,17 @@ pub(super) fn handler_or_fatal(errhandler: c_int) -> (i32, i32) {
     (e, h::COMM_NULL)
 }
 
+/// The `errhandler` argument of the calls that take one (Sessions, communicators from groups).
+pub(super) fn errhandler_arg(errhandler: c_int) -> Result<()> {
+    if !objects::is_errhandler(errhandler) {
+        return Err(Error::new(
+            Class::Arg,
+            format!("errhandler 0x{errhandler:x} is not a valid error handler"),
+        ));
+    }
+    Ok(())
+}
+
 /// A string argument of at most `max - 1` bytes.
 pub(crate) fn string_arg(p: *const c_char, what: &str, max: usize) -> Result<String> {
     if p.is_null() {
@@ -175,12 +186,7 @@ pub unsafe fn comm_create_from_group(
             let g = objects::group(group, "group")?;
             let tag = string_arg(stringtag, "stringtag", MAX_STRINGTAG)?;
             info_arg(info)?;
-            if !objects::is_errhandler(errhandler) {
-                return Err(Error::new(
-                    Class::Arg,
-                    format!("errhandler 0x{errhandler:x} is not a valid error handler"),
-                ));
-            }
+            errhandler_arg(errhandler)?;
             non_null(newcomm, "newcomm")?;
             let mut key = b"from_group".to_vec();
             key.extend(tag.as_bytes());

@@ -3,7 +3,7 @@
 
 use std::ffi::{c_char, c_int};
 
-use super::comm_create::{handler_or_fatal, string_arg, MAX_STRINGTAG};
+use super::comm_create::{errhandler_arg, handler_or_fatal, string_arg, MAX_STRINGTAG};
 use super::info::info_arg;
 use super::p2p::send_tag_arg;
 use super::{any_comm_of, comm_of};
@@ -116,12 +116,7 @@ pub unsafe fn intercomm_create_from_groups(
             let rg = objects::group(remote_group, "remote_group")?;
             let tag = string_arg(stringtag, "stringtag", MAX_STRINGTAG)?;
             info_arg(info)?;
-            if !objects::is_errhandler(errhandler) {
-                return Err(Error::new(
-                    Class::Arg,
-                    format!("errhandler 0x{errhandler:x} is not a valid error handler"),
-                ));
-            }
+            errhandler_arg(errhandler)?;
             if newintercomm.is_null() {
                 return Err(Error::new(Class::Arg, "newintercomm is NULL"));
             }

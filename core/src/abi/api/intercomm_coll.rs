@@ -16,7 +16,7 @@
 
 use std::ffi::{c_int, c_void};
 
-use super::coll2::{laid_out, one, read_only, regular, Ints, Side, RECV, SEND};
+use super::coll2::{laid_out, one, read_only, regular, Ints, Laid, Side, RECV, SEND};
 use super::*;
 use crate::comm::{Comm, Inter};
 use crate::error::{Class, Error, Result};
@@ -53,6 +53,32 @@ fn not_in_place(p: *const c_void, what: &str) -> Result<()> {
 
 fn host_only(name: &'static str, bufs: &[*const c_void]) -> Result<()> {
     crate::cuda::refuse_device(name, bufs)
+}
+
+/// The per-remote-process blocks of `buf`: `count` items each, back to back (`arrays` is
+/// `None`: Gather, Scatter, Allgather, Alltoall), or `counts[j]` items at `displs[j]`
+/// (the `v` forms). `names`: the buffer, the scalar count, the count array, the displacement
+/// array.
+///
+/// # Safety
+/// MPI: each array holds one element per remote process.
+unsafe fn blocks_of(
+    buf: *const c_void,
+    side: &Side,
+    count: Count,
+    arrays: Option<(Ints, Ints)>,
+    n: usize,
+    names: [&str; 4],
+) -> Result<Laid> {
+    let [bname, cname, csname, dname] = names;
+    match arrays {
+        None => regular(buf, side, count_arg(count, cname)?, n, bname, cname),
+        Some((counts, displs)) => {
+            // SAFETY: forwarded contract.
+            let (counts, displs) = unsafe { (counts.counts(n, csname)?, displs.read(n, dname)?) };
+            laid_out(buf, side, &counts, &displs, [bname, csname, dname])
+        }
+    }
 }
 
 pub(super) unsafe fn bcast(
@@ -235,25 +261,17 @@ pub(super) unsafe fn gatherv(
         Root::Mine => {
             host_only(name, &[recv])?;
             let rs = Side::new(rdt, "recvtype")?;
-            let laid = match counts_displs {
-                None => {
-                    let rcnt = count_arg(rcount, "recvcount")?;
-                    regular(recv, &rs, rcnt, c.size(), "recvbuf", "recvcount")?
-                }
-                Some((counts, displs)) => {
-                    // SAFETY: MPI: the root's arrays hold one element per remote process.
-                    let counts = unsafe { counts.counts(c.size(), "recvcounts") }?;
-                    // SAFETY: as above.
-                    let displs = unsafe { displs.read(c.size(), "displs") }?;
-                    laid_out(
-                        recv,
-                        &rs,
-                        &counts,
-                        &displs,
-                        ["recvbuf", "recvcounts", "displs"],
-                    )?
-                }
-            };
+            // SAFETY: MPI: the arrays hold one element per remote process.
+            let laid = unsafe {
+                blocks_of(
+                    recv,
+                    &rs,
+                    rcount,
+                    counts_displs,
+                    c.size(),
+                    ["recvbuf", "recvcount", "recvcounts", "displs"],
+                )
+            }?;
             let rb = rs.v.blocks(recv, &laid.items);
             icoll::gatherv(inter, (std::ptr::null(), 0), rb.spans(), Root::Mine)?;
             // SAFETY: MPI: recvbuf holds every remote process's block, to write.
@@ -293,25 +311,17 @@ pub(super) unsafe fn scatterv(
         Root::Mine => {
             host_only(name, &[send])?;
             let ss = Side::new(sdt, "sendtype")?;
-            let laid = match counts_displs {
-                None => {
-                    let scnt = count_arg(scount, "sendcount")?;
-                    regular(send, &ss, scnt, c.size(), "sendbuf", "sendcount")?
-                }
-                Some((counts, displs)) => {
-                    // SAFETY: MPI: the root's arrays hold one element per remote process.
-                    let counts = unsafe { counts.counts(c.size(), "sendcounts") }?;
-                    // SAFETY: as above.
-                    let displs = unsafe { displs.read(c.size(), "displs") }?;
-                    laid_out(
-                        send,
-                        &ss,
-                        &counts,
-                        &displs,
-                        ["sendbuf", "sendcounts", "displs"],
-                    )?
-                }
-            };
+            // SAFETY: MPI: the arrays hold one element per remote process.
+            let laid = unsafe {
+                blocks_of(
+                    send,
+                    &ss,
+                    scount,
+                    counts_displs,
+                    c.size(),
+                    ["sendbuf", "sendcount", "sendcounts", "displs"],
+                )
+            }?;
             let sb = ss.v.blocks(send, &laid.items);
             // SAFETY: MPI: sendbuf holds every remote process's block, to read.
             unsafe { sb.load_all_but(None) };
@@ -342,25 +352,17 @@ pub(super) unsafe fn allgatherv(
     host_only(name, &[send, recv])?;
     let s = one(send, scount, sdt, SEND)?;
     let rs = Side::new(rdt, "recvtype")?;
-    let laid = match counts_displs {
-        None => {
-            let rcnt = count_arg(rcount, "recvcount")?;
-            regular(recv, &rs, rcnt, c.size(), "recvbuf", "recvcount")?
-        }
-        Some((counts, displs)) => {
-            // SAFETY: MPI: both arrays hold one element per remote process.
-            let counts = unsafe { counts.counts(c.size(), "recvcounts") }?;
-            // SAFETY: as above.
-            let displs = unsafe { displs.read(c.size(), "displs") }?;
-            laid_out(
-                recv,
-                &rs,
-                &counts,
-                &displs,
-                ["recvbuf", "recvcounts", "displs"],
-            )?
-        }
-    };
+    // SAFETY: MPI: the arrays hold one element per remote process.
+    let laid = unsafe {
+        blocks_of(
+            recv,
+            &rs,
+            rcount,
+            counts_displs,
+            c.size(),
+            ["recvbuf", "recvcount", "recvcounts", "displs"],
+        )
+    }?;
     no_alias(send, recv, s.t.bytes.max(laid.bytes()))?;
     let rb = rs.v.blocks(recv, &laid.items);
     // SAFETY: MPI: sendbuf holds `sendcount` items to read.
@@ -390,30 +392,26 @@ pub(super) unsafe fn alltoallv(
     let n = c.size();
     let ss = Side::new(sdt, "sendtype")?;
     let rs = Side::new(rdt, "recvtype")?;
-    let (slaid, rlaid) = match v {
-        None => {
-            let scnt = count_arg(scount, "sendcount")?;
-            let rcnt = count_arg(rcount, "recvcount")?;
-            (
-                regular(send, &ss, scnt, n, "sendbuf", "sendcount")?,
-                regular(recv, &rs, rcnt, n, "recvbuf", "recvcount")?,
-            )
-        }
-        Some((sc, sd, rc, rd)) => {
-            // SAFETY: MPI: every array holds one element per remote process.
-            let (sc, sd, rc, rd) = unsafe {
-                (
-                    sc.counts(n, "sendcounts")?,
-                    sd.read(n, "sdispls")?,
-                    rc.counts(n, "recvcounts")?,
-                    rd.read(n, "rdispls")?,
-                )
-            };
-            (
-                laid_out(send, &ss, &sc, &sd, ["sendbuf", "sendcounts", "sdispls"])?,
-                laid_out(recv, &rs, &rc, &rd, ["recvbuf", "recvcounts", "rdispls"])?,
-            )
-        }
+    // SAFETY: MPI: every array holds one element per remote process.
+    let (slaid, rlaid) = unsafe {
+        (
+            blocks_of(
+                send,
+                &ss,
+                scount,
+                v.map(|a| (a.0, a.1)),
+                n,
+                ["sendbuf", "sendcount", "sendcounts", "sdispls"],
+            )?,
+            blocks_of(
+                recv,
+                &rs,
+                rcount,
+                v.map(|a| (a.2, a.3)),
+                n,
+                ["recvbuf", "recvcount", "recvcounts", "rdispls"],
+            )?,
+        )
     };
     no_alias(send, recv, slaid.bytes().max(rlaid.bytes()))?;
     let sb = ss.v.blocks(send, &slaid.items);
