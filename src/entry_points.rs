@@ -214,6 +214,9 @@ entry!(MPI_Info_set / PMPI_Info_set(info: c_int, key: *const c_char, value: *con
 entry!(MPI_Init / PMPI_Init(argc: *mut c_int, argv: *mut *mut *mut c_char) => api::init(argc, argv));
 entry!(MPI_Init_thread / PMPI_Init_thread(argc: *mut c_int, argv: *mut *mut *mut c_char, required: c_int, provided: *mut c_int) => api::init_thread(argc, argv, required, provided));
 entry!(MPI_Initialized / PMPI_Initialized(flag: *mut c_int) => api::initialized(flag));
+entry!(MPI_Intercomm_create / PMPI_Intercomm_create(local_comm: c_int, local_leader: c_int, peer_comm: c_int, remote_leader: c_int, tag: c_int, newintercomm: *mut c_int) => api::intercomm_create("MPI_Intercomm_create", local_comm, local_leader, peer_comm, remote_leader, tag, newintercomm));
+entry!(MPI_Intercomm_create_from_groups / PMPI_Intercomm_create_from_groups(local_group: c_int, local_leader: c_int, remote_group: c_int, remote_leader: c_int, stringtag: *const c_char, info: c_int, errhandler: c_int, newintercomm: *mut c_int) => api::intercomm_create_from_groups("MPI_Intercomm_create_from_groups", local_group, local_leader, remote_group, remote_leader, stringtag, info, errhandler, newintercomm));
+entry!(MPI_Intercomm_merge / PMPI_Intercomm_merge(intercomm: c_int, high: c_int, newintracomm: *mut c_int) => api::intercomm_merge("MPI_Intercomm_merge", intercomm, high, newintracomm));
 entry!(MPI_Iprobe / PMPI_Iprobe(source: c_int, tag: c_int, comm: c_int, flag: *mut c_int, status: *mut Status) => api::iprobe(source, tag, comm, flag, status));
 entry!(MPI_Irecv / PMPI_Irecv(buf: *mut c_void, count: c_int, datatype: c_int, source: c_int, tag: c_int, comm: c_int, request: *mut c_int) => api::irecv("MPI_Irecv", buf, Count::from(count), datatype, source, tag, comm, request));
 entry!(MPI_Irecv_c / PMPI_Irecv_c(buf: *mut c_void, count: i64, datatype: c_int, source: c_int, tag: c_int, comm: c_int, request: *mut c_int) => api::irecv("MPI_Irecv_c", buf, count, datatype, source, tag, comm, request));

@@ -123,9 +123,6 @@ hcomm_core::export_unsupported_mpi_functions! {
     fn MPI_Get_c / PMPI_Get_c(origin_addr: *mut c_void, origin_count: i64, origin_datatype: c_int, target_rank: c_int, target_disp: i64, target_count: i64, target_datatype: c_int, win: c_int) => On::Win;
     fn MPI_Grequest_complete / PMPI_Grequest_complete(request: c_int) => On::Process;
     fn MPI_Grequest_start / PMPI_Grequest_start(query_fn: *mut c_void, free_fn: *mut c_void, cancel_fn: *mut c_void, extra_state: *mut c_void, request: *mut c_void) => On::Process;
-    fn MPI_Intercomm_create / PMPI_Intercomm_create(local_comm: c_int, local_leader: c_int, peer_comm: c_int, remote_leader: c_int, tag: c_int, newintercomm: *mut c_void) => On::Comm(local_comm);
-    fn MPI_Intercomm_create_from_groups / PMPI_Intercomm_create_from_groups(local_group: c_int, local_leader: c_int, remote_group: c_int, remote_leader: c_int, stringtag: *mut c_void, info: c_int, errhandler: c_int, newintercomm: *mut c_void) => On::Process;
-    fn MPI_Intercomm_merge / PMPI_Intercomm_merge(intercomm: c_int, high: c_int, newintracomm: *mut c_void) => On::Comm(intercomm);
     fn MPI_Lookup_name / PMPI_Lookup_name(service_name: *mut c_void, info: c_int, port_name: *mut c_void) => On::Process;
     fn MPI_Neighbor_allgather_init / PMPI_Neighbor_allgather_init(sendbuf: *mut c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int, info: c_int, request: *mut c_void) => On::Comm(comm);
     fn MPI_Neighbor_allgather_init_c / PMPI_Neighbor_allgather_init_c(sendbuf: *mut c_void, sendcount: i64, sendtype: c_int, recvbuf: *mut c_void, recvcount: i64, recvtype: c_int, comm: c_int, info: c_int, request: *mut c_void) => On::Comm(comm);

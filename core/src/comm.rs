@@ -47,9 +47,25 @@ pub struct Comm {
     pub(crate) cuda_calls: std::sync::atomic::AtomicU32,
     /// Which members share a host ([`crate::topology`]), derived on first use.
     topo: std::sync::OnceLock<crate::topology::Topology>,
+    /// Set on an intercommunicator (then `world` is the remote group and `rank` this
+    /// process's rank in the local group; see `crate::intercomm`).
+    inter: std::sync::OnceLock<Box<Inter>>,
     /// The process topology (`MPI_Cart_create` and friends), set once before the handle is
     /// published; `MPI_Comm_dup` copies it.
     proc_topo: std::sync::OnceLock<Arc<crate::process_topology::ProcTopo>>,
+}
+
+/// What makes a [`Comm`] an intercommunicator (built by `crate::intercomm`).
+pub struct Inter {
+    /// The local group: world ranks in local rank order.
+    pub local: Vec<usize>,
+    /// An intracommunicator over the local group, for this side's part of collective calls.
+    pub local_comm: Comm,
+    /// The intercommunicator's twin (same groups, another id): the leaders' internal messages.
+    pub bridge: Comm,
+    /// Whether this side's group comes first where an order of the two is needed (the side
+    /// holding the lowest world rank).
+    pub first: bool,
 }
 
 /// splitmix64: a cheap, well-mixed 64-bit hash step.
@@ -105,8 +121,26 @@ impl Comm {
             cuda: AtomicU8::new(0),
             cuda_calls: std::sync::atomic::AtomicU32::new(0),
             topo: std::sync::OnceLock::new(),
+            inter: std::sync::OnceLock::new(),
             proc_topo: std::sync::OnceLock::new(),
         }
+    }
+
+    /// The intercommunicator part; `None` on an intracommunicator.
+    pub fn inter(&self) -> Option<&Inter> {
+        self.inter.get().map(|b| &**b)
+    }
+
+    /// Makes this new communicator an intercommunicator (once, before it is registered).
+    pub fn set_inter(&self, inter: Inter) {
+        if self.inter.set(Box::new(inter)).is_err() {
+            unreachable!("a communicator becomes an intercommunicator once, when it is made");
+        }
+    }
+
+    /// The size of this process's group: the local group on an intercommunicator.
+    pub fn local_size(&self) -> usize {
+        self.inter().map_or(self.world.len(), |i| i.local.len())
     }
 
     /// The process topology, if the communicator was made with one.
@@ -197,6 +231,12 @@ impl Comm {
                 );
             }
         }
+    }
+
+    /// A new child id (collective: every member calls it in the same order), for
+    /// communicators made outside this module.
+    pub(crate) fn next_child_id(&self, color: u64) -> u64 {
+        self.child_id(color)
     }
 
     fn child_id(&self, color: u64) -> u64 {

@@ -20,6 +20,7 @@ pub mod frame;
 pub mod fuzz;
 pub mod group;
 pub mod health;
+pub mod intercomm;
 pub mod log;
 pub mod p2p;
 pub mod param;

@@ -251,6 +251,57 @@ pub fn sendrecv(
     Ok(r.map(|r| r.result.expect("finished")))
 }
 
+/// Many sends and receives on `comm` that progress together in one loop (the point-to-point
+/// part of collectives whose peers are not this rank's own group, such as those of
+/// intercommunicators): returns once every send is posted and every receive has its message,
+/// the receives' results in order. `what` names the call in messages about a stalled wait.
+pub fn exchange(
+    comm: &Comm,
+    what: &'static str,
+    sends: &[(usize, u32, Outgoing)],
+    recvs: &[(usize, u32, Incoming)],
+) -> Result<Vec<Received>> {
+    let mut s: Vec<SendOp> = sends
+        .iter()
+        .map(|(dest, tag, msg)| SendOp::new(comm, *dest, *tag, msg, Mode::Standard))
+        .collect::<Result<_>>()?;
+    let mut r: Vec<RecvOp> = recvs
+        .iter()
+        .map(|(src, tag, into)| RecvOp::new(comm, Source::Rank(*src), Some(*tag), into))
+        .collect();
+    let mut w = FnWait {
+        poll: |idle: bool| {
+            let (mut moved, mut done) = (false, true);
+            // Sends first, as in `sendrecv`: a drain a send does may queue what a receive wants.
+            for op in s.iter_mut().filter(|op| !op.finished()) {
+                moved |= op.advance(idle)?;
+                done &= op.finished();
+            }
+            for op in r.iter_mut().filter(|op| op.result.is_none()) {
+                moved |= op.advance()?;
+                done &= op.result.is_some();
+            }
+            Ok(step_of(done, moved))
+        },
+        describe: || {
+            format!(
+                "{what} on {}, sending to {} and receiving from {} ranks",
+                crate::health::comm_label(comm.id),
+                sends.len(),
+                recvs.len()
+            )
+        },
+        blocked_on: |out: &mut Vec<usize>| {
+            out.extend(sends.iter().map(|(d, _, _)| comm.world[*d]));
+            out.extend(recvs.iter().map(|(s, _, _)| comm.world[*s]));
+        },
+    };
+    drive(&comm.ep, &mut w)?;
+    Ok(r.into_iter()
+        .map(|op| op.result.expect("finished"))
+        .collect())
+}
+
 /// `MPI_Probe` (`blocking`) / `MPI_Iprobe`: the envelope of the message a receive with the same
 /// arguments would take next, left in place. `None`: nothing yet (only when not blocking).
 pub fn probe(

@@ -12,7 +12,7 @@ use std::ffi::{c_int, c_void};
 
 use parking_lot::Mutex;
 
-use super::comm_of;
+use super::any_comm_of;
 use crate::abi::{guard, handles as h, out};
 use crate::error::{Class, Error, Result};
 use crate::runtime;
@@ -144,7 +144,7 @@ pub unsafe fn free_keyval(name: &'static str, kind: Kind, keyval: *mut c_int) ->
 /// Checks the object handle of an attribute call.
 fn object_arg(kind: Kind, obj: c_int) -> Result<()> {
     match kind {
-        Kind::Comm => comm_of(runtime::get()?, obj).map(|_| ()),
+        Kind::Comm => any_comm_of(runtime::get()?, obj).map(|_| ()),
         Kind::Type => super::datatype_arg(obj, "datatype").map(|_| ()),
     }
 }

@@ -45,7 +45,11 @@ fn buf(ptr: *const u8, mem: Mem) -> Buf {
 pub unsafe fn barrier(comm: c_int) -> c_int {
     crate::stats::call(crate::stats::Coll::Barrier, || {
         guard("MPI_Barrier", Some(comm), || {
-            coll::barrier(&*comm_of(runtime::get()?, comm)?)
+            let c = any_comm_of(runtime::get()?, comm)?;
+            match c.inter() {
+                Some(inter) => crate::intercomm::barrier(inter),
+                None => coll::barrier(&c),
+            }
         })
     })
 }
@@ -60,7 +64,11 @@ pub unsafe fn bcast(
 ) -> c_int {
     crate::stats::call(crate::stats::Coll::Bcast, || {
         guard(name, Some(comm), || {
-            let c = comm_of(runtime::get()?, comm)?;
+            let c = any_comm_of(runtime::get()?, comm)?;
+            if let Some(inter) = c.inter() {
+                // SAFETY: the caller's contract, forwarded.
+                return unsafe { intercomm_coll::bcast(name, &c, inter, buf, count, dt, root) };
+            }
             let cnt = count_arg(count, "count")?;
             let v = type_arg(dt, "datatype")?.moving();
             let root = root_arg(root, &c)?;
@@ -97,7 +105,13 @@ pub unsafe fn reduce(
 ) -> c_int {
     crate::stats::call(crate::stats::Coll::Reduce, || {
         guard(name, Some(comm), || {
-            let c = comm_of(runtime::get()?, comm)?;
+            let c = any_comm_of(runtime::get()?, comm)?;
+            if let Some(inter) = c.inter() {
+                // SAFETY: the caller's contract, forwarded.
+                return unsafe {
+                    intercomm_coll::reduce(name, &c, inter, send, recv, count, dt, op, root)
+                };
+            }
             // SAFETY: MPI's contract for sendbuf/recvbuf, checked inside.
             let io = unsafe { RootReduceIo::new(send, recv, count, dt, op, root, &c, true) }?;
             let s = sig(Kind::Reduce, io.elems, io.view.handle, op, io.root as i32);
@@ -123,7 +137,13 @@ pub unsafe fn allreduce(
 ) -> c_int {
     crate::stats::call(crate::stats::Coll::Allreduce, || {
         guard(name, Some(comm), || {
-            let c = comm_of(runtime::get()?, comm)?;
+            let c = any_comm_of(runtime::get()?, comm)?;
+            if let Some(inter) = c.inter() {
+                // SAFETY: the caller's contract, forwarded.
+                return unsafe {
+                    intercomm_coll::allreduce(name, inter, send, recv, count, dt, op)
+                };
+            }
             // SAFETY: MPI's contract for sendbuf/recvbuf, checked inside.
             let io = unsafe { ReduceIo::new_device(send, recv, count, dt, op, &c) }?;
             let s = sig(Kind::Allreduce, io.elems, io.view.handle, op, -1);
@@ -518,7 +538,15 @@ pub unsafe fn allgather(
 ) -> c_int {
     crate::stats::call(crate::stats::Coll::Allgather, || {
         guard(name, Some(comm), || {
-            let c = comm_of(runtime::get()?, comm)?;
+            let c = any_comm_of(runtime::get()?, comm)?;
+            if let Some(inter) = c.inter() {
+                // SAFETY: the caller's contract, forwarded.
+                return unsafe {
+                    intercomm_coll::allgatherv(
+                        name, &c, inter, send, scount, sdt, recv, rcount, None, rdt,
+                    )
+                };
+            }
             let rcnt = count_arg(rcount, "recvcount")?;
             let rt = type_arg(rdt, "recvtype")?;
             let rv = rt.moving();
@@ -623,7 +651,7 @@ pub unsafe fn reduce_scatter(
 ) -> c_int {
     crate::stats::call(crate::stats::Coll::ReduceScatter, || {
         guard(name, Some(comm), || {
-            let c = comm_of(runtime::get()?, comm)?;
+            let c = any_comm_of(runtime::get()?, comm)?;
             let get = |i: usize| -> Result<usize> {
                 let v = match counts {
                     RecvCounts::Int(p) if !p.is_null() => Count::from(unsafe { *p.add(i) }),
@@ -632,6 +660,13 @@ pub unsafe fn reduce_scatter(
                 };
                 count_arg(v, &format!("recvcounts[{i}]"))
             };
+            if let Some(inter) = c.inter() {
+                // SAFETY: get reads recvcounts[0..local size], which MPI requires the caller
+                // to provide on an intercommunicator.
+                return unsafe {
+                    intercomm_coll::reduce_scatter(name, inter, send, recv, &get, dt, op)
+                };
+            }
             // SAFETY: get reads recvcounts[0..size], which MPI requires the caller to provide.
             unsafe { reduce_scatter_common(send, recv, &get, Kind::ReduceScatter, dt, op, &c) }
         })
@@ -649,8 +684,14 @@ pub unsafe fn reduce_scatter_block(
 ) -> c_int {
     crate::stats::call(crate::stats::Coll::ReduceScatterBlock, || {
         guard(name, Some(comm), || {
-            let c = comm_of(runtime::get()?, comm)?;
+            let c = any_comm_of(runtime::get()?, comm)?;
             let n = count_arg(count, "recvcount")?;
+            if let Some(inter) = c.inter() {
+                // SAFETY: the caller's contract, forwarded.
+                return unsafe {
+                    intercomm_coll::reduce_scatter(name, inter, send, recv, &|_| Ok(n), dt, op)
+                };
+            }
             // SAFETY: pointers are validated inside before use.
             unsafe {
                 reduce_scatter_common(send, recv, &|_| Ok(n), Kind::ReduceScatterBlock, dt, op, &c)

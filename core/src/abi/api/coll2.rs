@@ -320,7 +320,15 @@ pub unsafe fn gather(
     comm: c_int,
 ) -> c_int {
     guard(name, Some(comm), || {
-        let c = comm_of(runtime::get()?, comm)?;
+        let c = any_comm_of(runtime::get()?, comm)?;
+        if let Some(inter) = c.inter() {
+            // SAFETY: the caller's contract, forwarded.
+            return unsafe {
+                intercomm_coll::gatherv(
+                    name, &c, inter, send, scount, sdt, recv, rcount, None, rdt, root,
+                )
+            };
+        }
         let root = root_arg(root, &c)?;
         // Only the arguments significant at this rank: MPI ignores the receive buffer
         // of a non-root, which may be anything (a device pointer included).
@@ -359,7 +367,25 @@ pub unsafe fn gatherv(
     comm: c_int,
 ) -> c_int {
     guard(name, Some(comm), || {
-        let c = comm_of(runtime::get()?, comm)?;
+        let c = any_comm_of(runtime::get()?, comm)?;
+        if let Some(inter) = c.inter() {
+            // SAFETY: the caller's contract, forwarded.
+            return unsafe {
+                intercomm_coll::gatherv(
+                    name,
+                    &c,
+                    inter,
+                    send,
+                    scount,
+                    sdt,
+                    recv,
+                    0,
+                    Some((rcounts, displs)),
+                    rdt,
+                    root,
+                )
+            };
+        }
         let root = root_arg(root, &c)?;
         // Only the arguments significant at this rank: MPI ignores the receive buffer
         // of a non-root, which may be anything (a device pointer included).
@@ -457,7 +483,15 @@ pub unsafe fn scatter(
     comm: c_int,
 ) -> c_int {
     guard(name, Some(comm), || {
-        let c = comm_of(runtime::get()?, comm)?;
+        let c = any_comm_of(runtime::get()?, comm)?;
+        if let Some(inter) = c.inter() {
+            // SAFETY: the caller's contract, forwarded.
+            return unsafe {
+                intercomm_coll::scatterv(
+                    name, &c, inter, send, scount, None, sdt, recv, rcount, rdt, root,
+                )
+            };
+        }
         let root = root_arg(root, &c)?;
         // Only the arguments significant at this rank: MPI ignores the send buffer
         // of a non-root, which may be anything (a device pointer included).
@@ -496,7 +530,25 @@ pub unsafe fn scatterv(
     comm: c_int,
 ) -> c_int {
     guard(name, Some(comm), || {
-        let c = comm_of(runtime::get()?, comm)?;
+        let c = any_comm_of(runtime::get()?, comm)?;
+        if let Some(inter) = c.inter() {
+            // SAFETY: the caller's contract, forwarded.
+            return unsafe {
+                intercomm_coll::scatterv(
+                    name,
+                    &c,
+                    inter,
+                    send,
+                    0,
+                    Some((scounts, displs)),
+                    sdt,
+                    recv,
+                    rcount,
+                    rdt,
+                    root,
+                )
+            };
+        }
         let root = root_arg(root, &c)?;
         // Only the arguments significant at this rank: MPI ignores the send buffer
         // of a non-root, which may be anything (a device pointer included).
@@ -547,7 +599,24 @@ pub unsafe fn allgatherv(
 ) -> c_int {
     guard(name, Some(comm), || {
         crate::cuda::refuse_device(name, &[send, recv as *const c_void])?;
-        let c = comm_of(runtime::get()?, comm)?;
+        let c = any_comm_of(runtime::get()?, comm)?;
+        if let Some(inter) = c.inter() {
+            // SAFETY: the caller's contract, forwarded.
+            return unsafe {
+                intercomm_coll::allgatherv(
+                    name,
+                    &c,
+                    inter,
+                    send,
+                    scount,
+                    sdt,
+                    recv,
+                    0,
+                    Some((rcounts, displs)),
+                    rdt,
+                )
+            };
+        }
         let (n, r) = (c.size(), c.rank);
         // SAFETY: MPI requires both arrays to hold one element per rank.
         let counts = unsafe { rcounts.counts(n, "recvcounts") }?;
@@ -654,7 +723,15 @@ pub unsafe fn alltoall(
 ) -> c_int {
     guard(name, Some(comm), || {
         crate::cuda::refuse_device(name, &[send, recv as *const c_void])?;
-        let c = comm_of(runtime::get()?, comm)?;
+        let c = any_comm_of(runtime::get()?, comm)?;
+        if let Some(inter) = c.inter() {
+            // SAFETY: the caller's contract, forwarded.
+            return unsafe {
+                intercomm_coll::alltoallv(
+                    name, &c, inter, send, scount, sdt, recv, rcount, rdt, None,
+                )
+            };
+        }
         let (rs, rlaid, sendside) = alltoall_sides(send, scount, sdt, recv, rcount, rdt, &c)?;
         let sig = sig(Kind::Alltoall, rlaid.typed[0].sig, BYTE, 0, -1);
         let s = sendside.as_ref().map(|(ss, l)| (send, ss, l));
@@ -678,7 +755,24 @@ pub unsafe fn alltoallv(
 ) -> c_int {
     guard(name, Some(comm), || {
         crate::cuda::refuse_device(name, &[send, recv as *const c_void])?;
-        let c = comm_of(runtime::get()?, comm)?;
+        let c = any_comm_of(runtime::get()?, comm)?;
+        if let Some(inter) = c.inter() {
+            // SAFETY: the caller's contract, forwarded.
+            return unsafe {
+                intercomm_coll::alltoallv(
+                    name,
+                    &c,
+                    inter,
+                    send,
+                    0,
+                    sdt,
+                    recv,
+                    0,
+                    rdt,
+                    Some((scounts, sdispls, rcounts, rdispls)),
+                )
+            };
+        }
         let (n, r) = (c.size(), c.rank);
         // SAFETY: MPI requires every array to hold one element per rank.
         let rcounts = unsafe { rcounts.counts(n, "recvcounts") }?;

@@ -15,28 +15,25 @@ use crate::runtime;
 
 pub unsafe fn comm_rank(comm: c_int, rank: *mut c_int) -> c_int {
     guard("MPI_Comm_rank", Some(comm), || {
-        let c = comm_of(runtime::get()?, comm)?;
+        let c = any_comm_of(runtime::get()?, comm)?;
         out(rank, "rank", c.rank as c_int)
     })
 }
 
 pub unsafe fn comm_size(comm: c_int, size: *mut c_int) -> c_int {
     guard("MPI_Comm_size", Some(comm), || {
-        let c = comm_of(runtime::get()?, comm)?;
-        out(size, "size", c.size() as c_int)
+        let c = any_comm_of(runtime::get()?, comm)?;
+        out(size, "size", c.local_size() as c_int)
     })
 }
 
 pub unsafe fn comm_dup(comm: c_int, newcomm: *mut c_int) -> c_int {
     guard("MPI_Comm_dup", Some(comm), || {
-        let rt = runtime::get()?;
-        let c = comm_of(rt, comm)?;
+        any_comm_of(runtime::get()?, comm)?;
         if newcomm.is_null() {
             return Err(Error::new(Class::Arg, "newcomm is NULL"));
         }
-        let handle = rt.add_comm(c.dup())?;
-        super::attributes::copy_comm_attrs(comm, handle)?;
-        out(newcomm, "newcomm", handle)
+        out(newcomm, "newcomm", super::comm_create::dup_of(comm)?)
     })
 }
 
@@ -71,7 +68,7 @@ pub unsafe fn comm_free(comm: *mut c_int) -> c_int {
     guard("MPI_Comm_free", handle, || {
         let rt = runtime::get()?;
         let handle = handle.ok_or_else(|| Error::new(Class::Arg, "comm is NULL"))?;
-        comm_of(rt, handle)?;
+        any_comm_of(rt, handle)?;
         super::attributes::delete_all(super::attributes::Kind::Comm, handle)?;
         rt.free_comm(handle)?;
         out(comm, "comm", h::COMM_NULL)
@@ -102,7 +99,7 @@ pub unsafe fn comm_compare(c1: c_int, c2: c_int, result: *mut c_int) -> c_int {
 
 pub unsafe fn comm_set_errhandler(comm: c_int, errhandler: c_int) -> c_int {
     guard("MPI_Comm_set_errhandler", Some(comm), || {
-        let c = comm_of(runtime::get()?, comm)?;
+        let c = any_comm_of(runtime::get()?, comm)?;
         if !crate::abi::objects::is_errhandler(errhandler) {
             return Err(Error::new(
                 Class::Arg,
@@ -116,7 +113,7 @@ pub unsafe fn comm_set_errhandler(comm: c_int, errhandler: c_int) -> c_int {
 
 pub unsafe fn comm_get_errhandler(comm: c_int, errhandler: *mut c_int) -> c_int {
     guard("MPI_Comm_get_errhandler", Some(comm), || {
-        let c = comm_of(runtime::get()?, comm)?;
+        let c = any_comm_of(runtime::get()?, comm)?;
         out(
             errhandler,
             "errhandler",

@@ -10,8 +10,8 @@
 use std::ffi::{c_char, c_int, CStr};
 use std::sync::Arc;
 
-use super::comm_of;
 use super::info::info_arg;
+use super::{any_comm_of, comm_of};
 use crate::abi::handles::{self as h};
 use crate::abi::{guard, guard_on, objects, out};
 use crate::error::{Class, Error, Result};
@@ -19,7 +19,7 @@ use crate::request::{Completion, Request};
 use crate::runtime;
 
 /// `MPI_MAX_STRINGTAG_LEN` (MPICH), the NUL included.
-const MAX_STRINGTAG: usize = 256;
+pub(super) const MAX_STRINGTAG: usize = 256;
 
 fn non_null<T>(p: *mut T, what: &str) -> Result<()> {
     if p.is_null() {
@@ -28,11 +28,16 @@ fn non_null<T>(p: *mut T, what: &str) -> Result<()> {
     Ok(())
 }
 
-/// Duplicates `comm` with its cached attributes; returns the new handle.
-fn dup_of(comm: c_int) -> Result<c_int> {
+/// Duplicates `comm` (intra- or intercommunicator) with its cached attributes; returns the
+/// new handle.
+pub(super) fn dup_of(comm: c_int) -> Result<c_int> {
     let rt = runtime::get()?;
-    let c = comm_of(rt, comm)?;
-    let handle = rt.add_comm(c.dup())?;
+    let c = any_comm_of(rt, comm)?;
+    let dup = match c.inter() {
+        Some(inter) => crate::intercomm::dup(&c, inter)?,
+        None => c.dup(),
+    };
+    let handle = rt.add_comm(dup)?;
     super::attributes::copy_comm_attrs(comm, handle)?;
     Ok(handle)
 }
@@ -46,7 +51,7 @@ pub unsafe fn comm_dup_with_info(
     newcomm: *mut c_int,
 ) -> c_int {
     guard(name, Some(comm), || {
-        comm_of(runtime::get()?, comm)?;
+        any_comm_of(runtime::get()?, comm)?;
         info_arg(info)?;
         non_null(newcomm, "newcomm")?;
         out(newcomm, "newcomm", dup_of(comm)?)
@@ -72,7 +77,7 @@ pub unsafe fn comm_idup_with_info(
     request: *mut c_int,
 ) -> c_int {
     guard(name, Some(comm), || {
-        let c = comm_of(runtime::get()?, comm)?;
+        let c = any_comm_of(runtime::get()?, comm)?;
         info_arg(info)?;
         non_null(newcomm, "newcomm")?;
         non_null(request, "request")?;
@@ -122,13 +127,24 @@ pub unsafe fn comm_create_group(
 
 /// The error handler `MPI_Comm_create_from_group` reports its own errors to: its
 /// `errhandler` argument when that is one (MPI-4 §7.4.2), else `MPI_ERRORS_ARE_FATAL`.
-fn handler_or_fatal(errhandler: c_int) -> (i32, i32) {
+pub(super) fn handler_or_fatal(errhandler: c_int) -> (i32, i32) {
     let e = if objects::is_errhandler(errhandler) {
         errhandler
     } else {
         h::ERRORS_ARE_FATAL
     };
     (e, h::COMM_NULL)
+}
+
+/// The `errhandler` argument of the calls that take one (Sessions, communicators from groups).
+pub(super) fn errhandler_arg(errhandler: c_int) -> Result<()> {
+    if !objects::is_errhandler(errhandler) {
+        return Err(Error::new(
+            Class::Arg,
+            format!("errhandler 0x{errhandler:x} is not a valid error handler"),
+        ));
+    }
+    Ok(())
 }
 
 /// A string argument of at most `max - 1` bytes.
@@ -170,12 +186,7 @@ pub unsafe fn comm_create_from_group(
             let g = objects::group(group, "group")?;
             let tag = string_arg(stringtag, "stringtag", MAX_STRINGTAG)?;
             info_arg(info)?;
-            if !objects::is_errhandler(errhandler) {
-                return Err(Error::new(
-                    Class::Arg,
-                    format!("errhandler 0x{errhandler:x} is not a valid error handler"),
-                ));
-            }
+            errhandler_arg(errhandler)?;
             non_null(newcomm, "newcomm")?;
             let mut key = b"from_group".to_vec();
             key.extend(tag.as_bytes());

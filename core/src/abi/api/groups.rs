@@ -110,9 +110,13 @@ pub unsafe fn comm_create(comm: c_int, group: c_int, newcomm: *mut c_int) -> c_i
 
 pub unsafe fn comm_group(comm: c_int, group: *mut c_int) -> c_int {
     guard("MPI_Comm_group", Some(comm), || {
-        let c = comm_of(runtime::get()?, comm)?;
+        let c = any_comm_of(runtime::get()?, comm)?;
         non_null(group, "group")?;
-        let g = objects::add_group(Group::new(c.world.clone()))?;
+        // The local group (on an intercommunicator `world` is the remote one).
+        let members = c
+            .inter()
+            .map_or_else(|| c.world.clone(), |i| i.local.clone());
+        let g = objects::add_group(Group::new(members))?;
         out(group, "group", g)
     })
 }
@@ -348,7 +352,7 @@ pub unsafe fn comm_get_attr(
 ) -> c_int {
     guard("MPI_Comm_get_attr", Some(comm), || {
         let rt = runtime::get()?;
-        comm_of(rt, comm)?;
+        any_comm_of(rt, comm)?;
         non_null(attribute_val, "attribute_val")?;
         non_null(flag, "flag")?;
         let v = match keyval {
@@ -387,7 +391,7 @@ pub unsafe fn comm_get_attr(
 
 pub unsafe fn comm_set_name(comm: c_int, comm_name: *const c_char) -> c_int {
     guard("MPI_Comm_set_name", Some(comm), || {
-        let c = comm_of(runtime::get()?, comm)?;
+        let c = any_comm_of(runtime::get()?, comm)?;
         if comm_name.is_null() {
             return Err(Error::new(Class::Arg, "comm_name is NULL"));
         }
@@ -402,7 +406,7 @@ pub unsafe fn comm_set_name(comm: c_int, comm_name: *const c_char) -> c_int {
 
 pub unsafe fn comm_get_name(comm: c_int, comm_name: *mut c_char, resultlen: *mut c_int) -> c_int {
     guard("MPI_Comm_get_name", Some(comm), || {
-        let c = comm_of(runtime::get()?, comm)?;
+        let c = any_comm_of(runtime::get()?, comm)?;
         write_string(
             comm_name,
             h::MAX_OBJECT_NAME,
@@ -451,7 +455,7 @@ pub unsafe fn errhandler_free(errhandler: *mut c_int) -> c_int {
 /// `MPI_SUCCESS` once the handler returns (MPI-4 §9.3.6).
 pub unsafe fn comm_call_errhandler(comm: c_int, errorcode: c_int) -> c_int {
     let rc = guard("MPI_Comm_call_errhandler", Some(comm), || {
-        comm_of(runtime::get()?, comm).map(|_| ())
+        any_comm_of(runtime::get()?, comm).map(|_| ())
     });
     if rc != 0 {
         return rc;

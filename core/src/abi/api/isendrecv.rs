@@ -34,7 +34,7 @@ pub unsafe fn isendrecv(
 ) -> c_int {
     guard(name, Some(comm), || {
         host_only(&[sendbuf, recvbuf as *const c_void])?;
-        let c = comm_of(runtime::get()?, comm)?;
+        let c = any_comm_of(runtime::get()?, comm)?;
         let (msg, sstaged) = outgoing(
             sendbuf,
             sendcount,
@@ -79,7 +79,7 @@ pub unsafe fn isendrecv_replace(
 ) -> c_int {
     guard(name, Some(comm), || {
         host_only(&[buf])?;
-        let c = comm_of(runtime::get()?, comm)?;
+        let c = any_comm_of(runtime::get()?, comm)?;
         let (mut msg, _sstaged) = outgoing(buf, count, datatype, ["buf", "count", "datatype"])?;
         let stag = send_tag_arg(sendtag, "sendtag")?;
         let dest = dest_arg(dest, &c, "dest")?;

@@ -1,4 +1,4 @@
-//! Local calls that move no data: intercommunicator queries on hcomm's intracommunicators,
+//! Local calls that move no data: intercommunicator queries,
 //! `MPI_Comm_get_parent`, `MPI_Pcontrol`, addresses, `MPI_Dims_create`, the `MPI_Status`
 //! field accessors and the GPU-support queries of MPICH's extensions.
 
@@ -8,31 +8,43 @@ use crate::abi::{guard, handles as h, out};
 use crate::error::{Class, Error, Result};
 use crate::runtime;
 
-/// `MPI_Comm_test_inter`: every communicator hcomm makes is an intracommunicator.
+/// `MPI_Comm_test_inter`.
 pub unsafe fn comm_test_inter(comm: c_int, flag: *mut c_int) -> c_int {
     guard("MPI_Comm_test_inter", Some(comm), || {
-        runtime::get()?.comm(comm)?;
-        out(flag, "flag", 0)
+        let c = runtime::get()?.comm(comm)?;
+        out(flag, "flag", c_int::from(c.inter().is_some()))
     })
 }
 
 /// `MPI_Comm_remote_size` / `MPI_Comm_remote_group`: only intercommunicators have a remote
-/// group (MPI_ERR_COMM on an intracommunicator, as in MPICH).
-pub unsafe fn comm_remote_size(comm: c_int, _size: *mut c_int) -> c_int {
-    not_inter("MPI_Comm_remote_size", comm)
+/// group (MPI_ERR_COMM on an intracommunicator, as in MPICH). On an intercommunicator
+/// `world` is the remote group (`crate::intercomm`).
+pub unsafe fn comm_remote_size(comm: c_int, size: *mut c_int) -> c_int {
+    guard("MPI_Comm_remote_size", Some(comm), || {
+        let c = inter_arg(comm)?;
+        out(size, "size", c.world.len() as c_int)
+    })
 }
-pub unsafe fn comm_remote_group(comm: c_int, _group: *mut c_int) -> c_int {
-    not_inter("MPI_Comm_remote_group", comm)
+pub unsafe fn comm_remote_group(comm: c_int, group: *mut c_int) -> c_int {
+    guard("MPI_Comm_remote_group", Some(comm), || {
+        let c = inter_arg(comm)?;
+        if group.is_null() {
+            return Err(Error::new(Class::Arg, "group is NULL"));
+        }
+        let g = crate::abi::objects::add_group(crate::group::Group::new(c.world.clone()))?;
+        out(group, "group", g)
+    })
 }
 
-fn not_inter(name: &'static str, comm: c_int) -> c_int {
-    guard(name, Some(comm), || {
-        runtime::get()?.comm(comm)?;
-        Err(Error::new(
+fn inter_arg(comm: c_int) -> Result<std::sync::Arc<crate::comm::Comm>> {
+    let c = runtime::get()?.comm(comm)?;
+    if c.inter().is_none() {
+        return Err(Error::new(
             Class::Comm,
             format!("communicator 0x{comm:x} is an intracommunicator: it has no remote group"),
-        ))
-    })
+        ));
+    }
+    Ok(c)
 }
 
 /// `MPI_Comm_get_parent`: hcomm's processes are never spawned by `MPI_Comm_spawn`.

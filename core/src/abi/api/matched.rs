@@ -133,7 +133,7 @@ pub unsafe fn mprobe(
     status: *mut Status,
 ) -> c_int {
     guard("MPI_Mprobe", Some(comm), || {
-        let c = comm_of(runtime::get()?, comm)?;
+        let c = any_comm_of(runtime::get()?, comm)?;
         probe_into((&c, comm), source, tag, message, status, None)
     })
 }
@@ -147,7 +147,7 @@ pub unsafe fn improbe(
     status: *mut Status,
 ) -> c_int {
     guard("MPI_Improbe", Some(comm), || {
-        let c = comm_of(runtime::get()?, comm)?;
+        let c = any_comm_of(runtime::get()?, comm)?;
         probe_into((&c, comm), source, tag, message, status, Some(flag))
     })
 }

@@ -28,6 +28,8 @@ mod env;
 mod graph;
 mod groups;
 pub mod info;
+mod intercomm;
+mod intercomm_coll;
 mod isendrecv;
 mod local_queries;
 mod matched;
@@ -58,6 +60,7 @@ pub use env::*;
 pub use graph::*;
 #[allow(unused_imports)]
 pub use groups::*;
+pub use intercomm::*;
 pub use isendrecv::*;
 pub use local_queries::*;
 pub use matched::*;
@@ -95,6 +98,21 @@ pub(crate) fn library_version() -> String {
 
 pub(crate) fn comm_of(rt: &runtime::Runtime, c: c_int) -> Result<Arc<Comm>> {
     // One lookup per call; the Arc keeps the communicator alive even if freed meanwhile.
+    let comm = rt.comm(c)?;
+    if comm.inter().is_some() {
+        return Err(Error::new(
+            Class::Comm,
+            format!(
+                "communicator 0x{c:x} is an intercommunicator: this call is not implemented on intercommunicators yet"
+            ),
+        ));
+    }
+    Ok(comm)
+}
+
+/// A communicator handle for the calls that take intercommunicators too (point-to-point,
+/// local queries, error handlers, names, attributes, dup and free, barrier).
+pub(crate) fn any_comm_of(rt: &runtime::Runtime, c: c_int) -> Result<Arc<Comm>> {
     rt.comm(c)
 }
 

@@ -509,7 +509,7 @@ pub(crate) unsafe fn isend_in_mode(
 ) -> c_int {
     guard(name, Some(comm), || {
         host_only(&[buf])?;
-        let c = comm_of(runtime::get()?, comm)?;
+        let c = any_comm_of(runtime::get()?, comm)?;
         let (msg, staged) = outgoing(buf, count, dt, ["buf", "count", "datatype"])?;
         let tag = send_tag_arg(tag, "tag")?;
         let dest = dest_arg(dest, &c, "dest")?;
@@ -540,7 +540,7 @@ pub unsafe fn irecv(
 ) -> c_int {
     guard(name, Some(comm), || {
         host_only(&[buf])?;
-        let c = comm_of(runtime::get()?, comm)?;
+        let c = any_comm_of(runtime::get()?, comm)?;
         let (into, staged) = incoming(buf, count, dt, ["buf", "count", "datatype"])?;
         let tag = recv_tag_arg(tag, "tag")?;
         let source = source_arg(source, &c, "source")?;

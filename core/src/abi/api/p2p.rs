@@ -274,7 +274,7 @@ pub(crate) unsafe fn send_in_mode(
 ) -> c_int {
     guard(name, Some(comm), || {
         host_only(&[buf])?;
-        let c = comm_of(runtime::get()?, comm)?;
+        let c = any_comm_of(runtime::get()?, comm)?;
         let (msg, _staged) = outgoing(buf, count, dt, ["buf", "count", "datatype"])?;
         let tag = send_tag_arg(tag, "tag")?;
         match dest_arg(dest, &c, "dest")? {
@@ -297,7 +297,7 @@ pub unsafe fn recv(
 ) -> c_int {
     guard(name, Some(comm), || {
         host_only(&[buf])?;
-        let c = comm_of(runtime::get()?, comm)?;
+        let c = any_comm_of(runtime::get()?, comm)?;
         let (into, staged) = incoming(buf, count, dt, ["buf", "count", "datatype"])?;
         let tag = recv_tag_arg(tag, "tag")?;
         let source = source_arg(source, &c, "source")?;
@@ -334,7 +334,7 @@ pub unsafe fn sendrecv(
 ) -> c_int {
     guard(name, Some(comm), || {
         host_only(&[sbuf, rbuf as *const c_void])?;
-        let c = comm_of(runtime::get()?, comm)?;
+        let c = any_comm_of(runtime::get()?, comm)?;
         let (msg, _staged) = outgoing(sbuf, scount, sdt, ["sendbuf", "sendcount", "sendtype"])?;
         let stag = send_tag_arg(stag, "sendtag")?;
         let dest = dest_arg(dest, &c, "dest")?;
@@ -387,7 +387,7 @@ pub unsafe fn sendrecv_replace(
 ) -> c_int {
     guard(name, Some(comm), || {
         host_only(&[buf])?;
-        let c = comm_of(runtime::get()?, comm)?;
+        let c = any_comm_of(runtime::get()?, comm)?;
         let (mut msg, _staged) = outgoing(buf, count, dt, ["buf", "count", "datatype"])?;
         let stag = send_tag_arg(stag, "sendtag")?;
         let dest = dest_arg(dest, &c, "dest")?;
@@ -422,7 +422,7 @@ pub unsafe fn sendrecv_replace(
 
 pub unsafe fn probe(source: c_int, tag: c_int, comm: c_int, status: *mut Status) -> c_int {
     guard("MPI_Probe", Some(comm), || {
-        let c = comm_of(runtime::get()?, comm)?;
+        let c = any_comm_of(runtime::get()?, comm)?;
         let tag = recv_tag_arg(tag, "tag")?;
         let source = source_arg(source, &c, "source")?;
         let st = status_arg(status)?;
@@ -444,7 +444,7 @@ pub unsafe fn iprobe(
     status: *mut Status,
 ) -> c_int {
     guard("MPI_Iprobe", Some(comm), || {
-        let c = comm_of(runtime::get()?, comm)?;
+        let c = any_comm_of(runtime::get()?, comm)?;
         let tag = recv_tag_arg(tag, "tag")?;
         let source = source_arg(source, &c, "source")?;
         if flag.is_null() {

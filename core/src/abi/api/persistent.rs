@@ -428,7 +428,7 @@ pub unsafe fn send_init(
 ) -> c_int {
     guard(name, Some(comm), || {
         host_only(&[buf])?;
-        let c = comm_of(runtime::get()?, comm)?;
+        let c = any_comm_of(runtime::get()?, comm)?;
         // The datatype is resolved once (the request keeps it, even if the handle is freed); a
         // dry run checks the buffer; each start stages the buffer anew.
         let (n, t) = (count_arg(count, NAMES[1])?, type_arg(dt, NAMES[2])?);
@@ -469,7 +469,7 @@ pub unsafe fn recv_init(
 ) -> c_int {
     guard(name, Some(comm), || {
         host_only(&[buf])?;
-        let c = comm_of(runtime::get()?, comm)?;
+        let c = any_comm_of(runtime::get()?, comm)?;
         // As in `send_init`.
         let (n, t) = (count_arg(count, NAMES[1])?, type_arg(dt, NAMES[2])?);
         drop(incoming_typed(buf, n, &t, NAMES)?);

@@ -8,6 +8,7 @@
 //! them into communicators (`comm_create`).
 #![allow(clippy::missing_safety_doc)]
 
+use super::comm_create::errhandler_arg;
 use std::ffi::{c_char, c_int};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
@@ -65,17 +66,6 @@ fn handler_of(session: c_int) -> (i32, i32) {
             Ok(rt) => (rt.world.errhandler.load(Ordering::Relaxed), h::COMM_WORLD),
             Err(_) => (h::ERRORS_ARE_FATAL, session),
         },
-    }
-}
-
-fn errhandler_arg(errhandler: c_int) -> Result<()> {
-    if objects::is_errhandler(errhandler) {
-        Ok(())
-    } else {
-        Err(Error::new(
-            Class::Arg,
-            format!("errhandler 0x{errhandler:x} is not a valid error handler"),
-        ))
     }
 }
 

@@ -1,0 +1,248 @@
+//! Intercommunicators (`MPI_Intercomm_create`, `MPI_Intercomm_merge`): two disjoint groups
+//! that talk to each other.
+//!
+//! An intercommunicator is a [`Comm`] whose `world` is the *remote* group and whose `rank` is
+//! this process's rank in the *local* group, with an [`Inter`] beside it. Point-to-point code
+//! then needs nothing new: a destination or source rank names a process of the remote group,
+//! and a message's source is the sender's rank in its own (local) group — exactly what MPI
+//! reports on an intercommunicator. The `Inter` holds the local group, an internal
+//! intracommunicator over it (what is collective over one side: the broadcast of what the
+//! leaders agreed, barriers) and a twin of the intercommunicator with its own id for the
+//! leaders' internal messages, so that no user receive (`MPI_ANY_TAG`) can take them.
+//!
+//! Ids are derived as everywhere else ([`crate::comm`]): each side proposes a child id of its
+//! local communicator, the leaders swap proposals, and the intercommunicator's id mixes the two
+//! in an order both sides agree on.
+//!
+//! The blocking collectives are in [`coll`]. What is not implemented on intercommunicators
+//! (the nonblocking and persistent collectives, `MPI_Alltoallw`, communicator creation other
+//! than dup and merge) is refused by the api layer with `MPI_ERR_COMM`, naming the call.
+
+pub mod coll;
+
+use crate::comm::{Comm, Inter};
+use crate::datatype::{Datatype, ElemType};
+use crate::error::{Class, Error, Result};
+use crate::frame::{Kind, Signature};
+use crate::p2p::{self, Incoming, Outgoing, Source};
+
+/// Internal tag of the leaders' exchanges on the bridge (no user message travels there).
+const BRIDGE_TAG: u32 = 1;
+
+pub(crate) fn bytes_dt() -> Datatype {
+    Datatype::new(ElemType::Byte, 1, 1)
+}
+
+fn internal_sig(count: usize, root: usize) -> Signature {
+    Signature {
+        kind: Kind::Internal,
+        count: count as u64,
+        dtype: 0,
+        op: 0,
+        root: root as i32,
+    }
+}
+
+/// Broadcasts `buf` over `comm` from `root` (an internal collective).
+fn bcast_bytes(comm: &Comm, buf: &mut [u8], root: usize) -> Result<()> {
+    crate::coll::bcast(
+        comm,
+        buf.as_mut_ptr(),
+        buf.len(),
+        &bytes_dt(),
+        root,
+        internal_sig(buf.len(), root),
+    )
+}
+
+fn outgoing(b: &[u8]) -> Outgoing {
+    Outgoing {
+        buf: b.as_ptr(),
+        len: b.len(),
+        mpi_bytes: b.len() as u64,
+        dtype: 0,
+    }
+}
+
+fn incoming(b: &mut [u8]) -> Incoming {
+    Incoming {
+        buf: b.as_mut_ptr(),
+        cap: b.len(),
+        dt: bytes_dt(),
+    }
+}
+
+/// Swaps `mine` for the peer's message of the same length: one send and one receive that
+/// progress together.
+fn swap(comm: &Comm, peer: usize, tag: u32, mine: &[u8]) -> Result<Vec<u8>> {
+    let mut theirs = vec![0u8; mine.len()];
+    p2p::sendrecv(
+        comm,
+        Some((peer, tag, &outgoing(mine))),
+        Some((Source::Rank(peer), Some(tag), &incoming(&mut theirs))),
+    )?;
+    Ok(theirs)
+}
+
+fn u64s(v: &[u64]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+fn from_u64s(b: &[u8]) -> Vec<u64> {
+    b.chunks_exact(8)
+        .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
+        .collect()
+}
+
+fn mix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// `MPI_Intercomm_create`, called by every member of `local`. `peer` is the peer communicator
+/// with the remote leader's rank in it (significant at the local leader only: `None`
+/// elsewhere); `tag` is the user's tag for the leaders' messages on it.
+pub fn create(
+    local: &Comm,
+    local_leader: usize,
+    peer: Option<(&Comm, usize)>,
+    tag: u32,
+) -> Result<Comm> {
+    // Every member derives the proposal, so the local communicator's children stay in step.
+    let proposal = local.next_child_id(0x001c_01c0);
+    let leader = local.rank == local_leader;
+    // The leaders swap (proposal, size) and then their groups' world ranks; each leader
+    // broadcasts what it got to its group.
+    let mut head = [0u8; 16];
+    if leader {
+        let (pc, remote_leader) = peer.expect("the leader has the peer communicator");
+        let mine = u64s(&[proposal, local.size() as u64]);
+        head.copy_from_slice(&swap(pc, remote_leader, tag, &mine)?);
+    }
+    bcast_bytes(local, &mut head, local_leader)?;
+    let h = from_u64s(&head);
+    let (remote_proposal, remote_size) = (h[0], h[1] as usize);
+    let mut list = vec![0u8; 8 * remote_size];
+    if leader {
+        let (pc, remote_leader) = peer.expect("the leader has the peer communicator");
+        let mine: Vec<u64> = local.world.iter().map(|&w| w as u64).collect();
+        // Sizes differ between the sides: a send and a receive of their own lengths.
+        let out = u64s(&mine);
+        p2p::sendrecv(
+            pc,
+            Some((remote_leader, tag, &outgoing(&out))),
+            Some((Source::Rank(remote_leader), Some(tag), &incoming(&mut list))),
+        )?;
+    }
+    bcast_bytes(local, &mut list, local_leader)?;
+    let remote: Vec<usize> = from_u64s(&list).into_iter().map(|w| w as usize).collect();
+    if let Some(w) = remote.iter().find(|w| local.world.contains(w)) {
+        return Err(Error::new(
+            Class::Comm,
+            format!("the local and remote groups overlap (world rank {w} is in both)"),
+        ));
+    }
+    // Complementary on the two sides: the groups are disjoint.
+    let first = local.world.iter().min() < remote.iter().min();
+    build(local, remote, proposal, remote_proposal, first)
+}
+
+fn build(local: &Comm, remote: Vec<usize>, mine: u64, theirs: u64, first: bool) -> Result<Comm> {
+    let (a, b) = if first {
+        (mine, theirs)
+    } else {
+        (theirs, mine)
+    };
+    let id = mix(mix(a) ^ b.rotate_left(17));
+    let errh = local.errhandler.load(std::sync::atomic::Ordering::Relaxed);
+    let local_comm = Comm::new(
+        mix(id ^ if first { 0x0005_1dea } else { 0x0005_1deb }),
+        local.rank,
+        local.world.clone(),
+        local.ep.clone(),
+        errh,
+    );
+    let bridge = Comm::new(
+        mix(id ^ 0x00b4_1d9e),
+        local.rank,
+        remote.clone(),
+        local.ep.clone(),
+        errh,
+    );
+    let c = Comm::new(id, local.rank, remote, local.ep.clone(), errh);
+    c.set_inter(Inter {
+        local: local.world.clone(),
+        local_comm,
+        bridge,
+        first,
+    });
+    Ok(c)
+}
+
+/// `MPI_Comm_dup` of an intercommunicator: the same groups, new ids (both sides derive them
+/// alike: creation calls on an intercommunicator are collective over both groups).
+pub fn dup(c: &Comm, inter: &Inter) -> Result<Comm> {
+    let id = c.next_child_id(0x000d_0b1e);
+    let errh = c.errhandler.load(std::sync::atomic::Ordering::Relaxed);
+    let n = Comm::new(id, c.rank, c.world.clone(), c.ep.clone(), errh);
+    n.set_inter(Inter {
+        local: inter.local.clone(),
+        local_comm: inter.local_comm.dup(),
+        bridge: Comm::new(
+            mix(id ^ 0x00b4_1d9e),
+            c.rank,
+            c.world.clone(),
+            c.ep.clone(),
+            errh,
+        ),
+        first: inter.first,
+    });
+    Ok(n)
+}
+
+/// Swaps one word between the leaders (rank 0 of each side) and broadcasts the remote
+/// side's word to this side.
+fn leaders_swap(inter: &Inter, mine: u64) -> Result<u64> {
+    let mut got = [0u8; 8];
+    if inter.local_comm.rank == 0 {
+        got.copy_from_slice(&swap(&inter.bridge, 0, BRIDGE_TAG, &mine.to_le_bytes())?);
+    }
+    bcast_bytes(&inter.local_comm, &mut got, 0)?;
+    Ok(u64::from_le_bytes(got))
+}
+
+/// `MPI_Intercomm_merge`: an intracommunicator of both groups, the side that passed `high =
+/// false` first (when both pass the same, the side whose leader has the lower world rank).
+pub fn merge(c: &Comm, inter: &Inter, high: bool) -> Result<Comm> {
+    let remote_high = leaders_swap(inter, high as u64)? != 0;
+    let local_first = if high == remote_high {
+        inter.first
+    } else {
+        !high
+    };
+    let id = c.next_child_id(0x0003_e49e);
+    let (world, rank) = if local_first {
+        let w: Vec<usize> = inter.local.iter().chain(&c.world).copied().collect();
+        (w, c.rank)
+    } else {
+        let w: Vec<usize> = c.world.iter().chain(&inter.local).copied().collect();
+        (w, c.world.len() + c.rank)
+    };
+    Ok(Comm::new(
+        id,
+        rank,
+        world,
+        c.ep.clone(),
+        c.errhandler.load(std::sync::atomic::Ordering::Relaxed),
+    ))
+}
+
+/// `MPI_Barrier` on an intercommunicator: returns once every process of both groups has
+/// entered it (each side gathers at its leader, the leaders swap, each side is released).
+pub fn barrier(inter: &Inter) -> Result<()> {
+    crate::coll::barrier(&inter.local_comm)?;
+    leaders_swap(inter, 0)?;
+    Ok(())
+}
