@@ -18,7 +18,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 BLESS=0
 [ "${1:-}" = --bless ] && BLESS=1
-SUITE_TESTS=${SUITE_TESTS:-"test_address test_attributes test_cco_buf test_cco_obj test_cco_nb_buf test_cco_vec test_comm test_datatype test_environ test_errhandler test_group test_info test_msgzero test_op test_p2p_obj test_status test_toplevel"}
+SUITE_TESTS=${SUITE_TESTS:-"test_address test_attributes test_cco_buf test_cco_buf_inter test_cco_obj test_cco_obj_inter test_cco_nb_buf test_cco_vec test_comm test_datatype test_environ test_errhandler test_group test_info test_msgzero test_op test_p2p_obj test_status test_toplevel"}
 TIMEOUT=${TIMEOUT:-300}
 ENVDIR=${MPI4PY_ENV_DIR:-build/mpi4py}
 OUT=build/mpi4py-standalone

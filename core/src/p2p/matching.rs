@@ -100,7 +100,13 @@ pub(super) fn match_in_order(rxs: &mut [Matcher<'_>]) -> Vec<(usize, Error)> {
                 continue;
             }
             visited.push((ep as *const Endpoint, w));
-            if let Err(e) = visit(ep, w, rxs) {
+            let visited_ok = visit(ep, w, rxs);
+            // A synchronous message claimed there owes its sender an acknowledgement, queued
+            // while the link was locked: send it now, whatever call matched (a receive, a
+            // matched probe, a request stepped by `MPI_Test`), so the sender's request can
+            // complete without waiting for this rank's next blocking wait.
+            ep.p2p_flush_acks();
+            if let Err(e) = visited_ok {
                 for (k, r) in rxs.iter_mut().enumerate() {
                     if r.listens(ep, w) {
                         r.out = true;
