@@ -175,25 +175,29 @@ static void neighbor_all(MPI_Comm c, const char *label, int nin, const int *srcs
             wrd[k] = (MPI_Aint)(sizeof(int) * 4 * k);
         }
         for (int i = 0; i < nr; i++) rb[i] = -1;
-        if (nb)
+        /* MPICH 4.0.2 loses alltoallw data, and now and then hangs (a rank waits for a message
+         * its sources have sent), on a graph where some rank's in- and outdegree differ: there
+         * it does not run the call at all, and no implementation counts the values in the
+         * checksum, so the expected output stays the same for every one. */
+        int skewed = nin != nout, any_skewed = 0;
+        MPI_Allreduce(&skewed, &any_skewed, 1, MPI_INT, MPI_LOR, c);
+        int run_w = 1;
+#ifdef MPICH_VERSION
+        run_w = !any_skewed;
+#endif
+        if (run_w && nb)
             IALLTOALLW(sb, wsc, wsd, wst, rb, wrc, wrd, wrt, c, &req);
-        else
+        else if (run_w)
             ALLTOALLW(sb, wsc, wsd, wst, rb, wrc, wrd, wrt, c);
-        wait_or_not(nb, &req);
-        for (int k = 0; k < nin; k++)
+        wait_or_not(nb && run_w, &req);
+        for (int k = 0; k < nin && run_w; k++)
             for (int i = 0; i < 4; i++) {
                 int n = srcs[k] == MPI_PROC_NULL ? 0 : 1 + (srcs[k] + me) % 2;
                 int want = -1;
                 if (i % 2 == 0 && i / 2 < n)
                     want = edge_val(srcs[k], me, i / 2);
-                if (nin == nout) {
+                if (!any_skewed)
                     note(rb[4 * k + i]);
-                } else {
-#ifdef MPICH_VERSION
-                    /* MPICH 4.0.2 loses alltoallw data when in- and outdegree differ. */
-                    continue;
-#endif
-                }
                 CHECK(rb[4 * k + i] == want, "%s %s_alltoallw: block %d[%d] = %d, expected %d", label, pre, k, i,
                       rb[4 * k + i], want);
             }
