@@ -24,7 +24,11 @@ Implemented functions are the ones with an implementation in `core/src/abi/api/`
 follows the convention (for `MPI_Foo_bar` and `MPI_Foo_bar_c`: `pub unsafe fn foo_bar(name:
 &'static str, <the C parameters in order>) -> c_int`, re-exported at `abi::api`; the name
 parameter may be left out; a scalar count that is `int` in one form and `MPI_Count` in the
-other is a `Count`, an array of them `Ints`; ALIASES maps the MPI-1 names), and the few whose
+other is a `Count`, an array of them `Ints`; ALIASES maps the MPI-1 names); the nonblocking
+and persistent collectives (`MPI_Ixxx`, `MPI_Xxx_init`), whose entry points are generated from
+the plan of the blocking form (`core/src/abi/api/plan.rs`: `pub unsafe fn xxx(<the blocking
+form's C parameters>, c: &Comm) -> Result<Plan>`) started by `start_nonblocking` or
+`start_persistent`, so each collective's checks are written once for its three forms; and the few whose
 entry points are still written by hand in `src/*.rs` with `export_mpi_functions!` (`fn MPI_X /
 PMPI_X(...)`: conversions no convention covers). Everything else in the description gets a
 generated stub. Not generated at all: the handle conversions MPICH defines as macros
@@ -280,6 +284,63 @@ def rust_category(rty):
             "Status": "status"}.get(inner, "other")
 
 
+PLAN_FN_RE = re.compile(r"^pub unsafe fn (\w+)\s*\(([^)]*)\)\s*->\s*Result<Plan>\s*\{", re.M)
+
+
+def plan_functions():
+    """The collectives' plans (`core/src/abi/api/plan.rs`): name -> [(param, type)] without
+    the trailing `c: &Comm`."""
+    out = {}
+    for m in PLAN_FN_RE.finditer((API / "plan.rs").read_text()):
+        params = []
+        for p in re.sub(r"\s+", " ", m.group(2)).split(","):
+            if p.strip():
+                n, t = p.split(":", 1)
+                params.append((n.strip(), t.strip()))
+        if not params or params[-1][1] != "&Comm":
+            raise SystemExit(f"gen-mpi-api.py: plan::{m.group(1)} must take `c: &Comm` last")
+        out[m.group(1)] = params[:-1]
+    return out
+
+
+def split_param(cp):
+    m = re.match(r"^(.*?)\s*\b(\w+)((?:\[[0-9]*\])*)$", cp)
+    ctype, pname, arr = m.groups()
+    if pname in RUST_KEYWORDS:
+        pname += "_"
+    return ctype, pname, arr
+
+
+def bind_form(proto, plans):
+    """The generated entry point of a nonblocking (`MPI_Ixxx`) or persistent (`MPI_Xxx_init`)
+    collective through the plan of its blocking form, as (extern parameters, call), or None.
+    The form's parameters are the blocking form's, then `info` (persistent) and `request`."""
+    name = proto.name
+    short = name.split("_", 1)[1]
+    if short.endswith("_c"):
+        short = short[:-2]
+    if short.endswith("_init"):
+        base, tail, start = short[:-5].lower(), ["MPI_Info info", "MPI_Request *request"], "start_persistent"
+    elif short.startswith("I"):
+        base, tail, start = short[1:].lower(), ["MPI_Request *request"], "start_nonblocking"
+    else:
+        return None
+    if base not in plans:
+        return None
+    cparams = [p for p in proto.params if p != "..."]
+    n = len(tail)
+    if [" ".join(split_param(p)[:2]).replace("* ", " *") for p in cparams[-n:]] != tail or not cparams[:-n] or cparams[-n - 1] != "MPI_Comm comm":
+        return None
+    bound = bind_params(cparams[:-n - 1], plans[base])
+    if bound is None:
+        return None
+    ext, args = bound
+    ext += [("comm", "c_int")] + ([("info", "c_int")] if n == 2 else []) + [("request", "*mut c_int")]
+    handles = "comm, info, request" if n == 2 else "comm, request"
+    call = f'api::{start}("{name}", {handles}, |c| api::plan::{base}({", ".join(args + ["c"])}))'
+    return ext, call
+
+
 def bind(proto, api):
     """The generated entry point of `proto` through an api function, as (api fn, extern
     parameters, call arguments), or None when no api function fits."""
@@ -298,47 +359,49 @@ def bind(proto, api):
             args.append(f'"{name}"')
             rest = params[1:]
         cparams = [p for p in proto.params if p != "..."]
-        if len(rest) != len(cparams):
-            continue
-        ext = []
-        ok = True
-        for (aname, aty), cp in zip(rest, cparams):
-            m = re.match(r"^(.*?)\s*\b(\w+)((?:\[[0-9]*\])*)$", cp)
-            ctype, pname, arr = m.groups()
-            if pname in RUST_KEYWORDS:
-                pname += "_"
-            base = ctype.replace("const ", "").strip()
-            cat = c_category(ctype, arr)
-            if cat is None:  # a scalar
-                if aty == "Count" and base == "int":
-                    ext.append((pname, "c_int"))
-                    args.append(f"Count::from({pname})")
-                elif aty in ("Count", "i64") and base in I64_TYPES:
-                    ext.append((pname, "i64"))
-                    args.append(pname)
-                elif aty == "c_int" and base in INT_TYPES:
-                    ext.append((pname, "c_int"))
-                    args.append(pname)
-                elif aty == "f64" and base == "double":
-                    ext.append((pname, "f64"))
-                    args.append(pname)
-                else:
-                    ok = False
-                    break
-            elif aty in ("Ints", "RecvCounts") and cat in ("int", "i64"):
-                wide = {"Ints": "Long", "RecvCounts": "Count"}[aty]
-                ctor = "Int" if cat == "int" else wide
-                ext.append((pname, "*const c_int" if cat == "int" else "*const i64"))
-                args.append(f"{aty}::{ctor}({pname})")
-            elif rust_category(aty) == cat and cat != "other":
-                ext.append((pname, aty))
+        bound = bind_params(cparams, rest)
+        if bound is not None:
+            return path, bound[0], args + bound[1]
+    return None
+
+
+def bind_params(cparams, rest):
+    """The extern parameters and the call arguments that pass the C parameters `cparams` to
+    Rust parameters `rest` (converting what differs between the int and large-count forms),
+    or None when they do not fit."""
+    if len(rest) != len(cparams):
+        return None
+    ext, args = [], []
+    for (aname, aty), cp in zip(rest, cparams):
+        ctype, pname, arr = split_param(cp)
+        base = ctype.replace("const ", "").strip()
+        cat = c_category(ctype, arr)
+        if cat is None:  # a scalar
+            if aty == "Count" and base == "int":
+                ext.append((pname, "c_int"))
+                args.append(f"Count::from({pname})")
+            elif aty in ("Count", "i64") and base in I64_TYPES:
+                ext.append((pname, "i64"))
+                args.append(pname)
+            elif aty == "c_int" and base in INT_TYPES:
+                ext.append((pname, "c_int"))
+                args.append(pname)
+            elif aty == "f64" and base == "double":
+                ext.append((pname, "f64"))
                 args.append(pname)
             else:
-                ok = False
-                break
-        if ok:
-            return path, ext, args
-    return None
+                return None
+        elif aty in ("Ints", "RecvCounts") and cat in ("int", "i64"):
+            wide = {"Ints": "Long", "RecvCounts": "Count"}[aty]
+            ctor = "Int" if cat == "int" else wide
+            ext.append((pname, "*const c_int" if cat == "int" else "*const i64"))
+            args.append(f"{aty}::{ctor}({pname})")
+        elif rust_category(aty) == cat and cat != "other":
+            ext.append((pname, aty))
+            args.append(pname)
+        else:
+            return None
+    return ext, args
 
 
 def render_entries(funcs, bound):
@@ -381,9 +444,9 @@ def render_entries(funcs, bound):
         "",
     ]
     for name in sorted(bound):
-        fname, ext, args = bound[name]
+        ext, call, _ = bound[name]
         params = ", ".join(f"{n}: {t}" for n, t in ext)
-        out.append(f"entry!({name} / P{name}({params}) => api::{fname}({', '.join(args)}));")
+        out.append(f"entry!({name} / P{name}({params}) => {call});")
     return "\n".join(out) + "\n"
 
 
@@ -481,17 +544,23 @@ def main():
     funcs = standard_functions()
     by_hand = implemented_functions()
     api = api_functions()
+    plans = plan_functions()
     bound = {}
     for name, proto in funcs.items():
         if name not in by_hand and proto.ret == "int":
             b = bind(proto, api)
             if b:
-                bound[name] = b
+                path, ext, call_args = b
+                bound[name] = (ext, f"api::{path}({', '.join(call_args)})", path)
+            else:
+                f = bind_form(proto, plans)
+                if f:
+                    bound[name] = (f[0], f[1], None)
     if args.report:
         for name in sorted(by_hand):
             if funcs.get(name) and funcs[name].ret == "int" and bind(funcs[name], api):
                 print(f"by hand but generatable: {name}")
-        used = {b[0] for b in bound.values()}
+        used = {b[2] for b in bound.values()}
         for fname in sorted(set(api) - used):
             print(f"api function no generated entry point uses: {fname}")
         return

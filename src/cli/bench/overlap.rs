@@ -102,16 +102,16 @@ pub fn run(sizes: &[usize], compute_us: u64, iters: u64, lead: bool) -> i32 {
             // SAFETY: buffers as above, untouched until the wait.
             ok(
                 unsafe {
-                    api::iallreduce(
-                        "MPI_Iallreduce",
-                        send.ptr.cast(),
-                        recv.ptr.cast(),
-                        count,
-                        MPI_FLOAT,
-                        MPI_SUM,
-                        WORLD,
-                        &mut req,
-                    )
+                    api::start_nonblocking("MPI_Iallreduce", WORLD, &mut req, |c| {
+                        api::plan::allreduce(
+                            send.ptr.cast(),
+                            recv.ptr.cast(),
+                            count,
+                            MPI_FLOAT,
+                            MPI_SUM,
+                            c,
+                        )
+                    })
                 },
                 "MPI_Iallreduce",
             );

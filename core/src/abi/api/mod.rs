@@ -38,7 +38,7 @@ mod neighbor;
 mod p2p;
 mod pack;
 mod persistent;
-mod plan;
+pub mod plan;
 mod send_modes;
 mod sessions;
 mod topo_args;

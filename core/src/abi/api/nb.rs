@@ -22,17 +22,15 @@ use std::ffi::{c_int, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 
-use super::coll2::Ints;
 use super::p2p::{
     dest_arg, incoming, outgoing, recv_tag_arg, send_tag_arg, set_status, source_arg, unstage,
     Status, ANY_TAG, STATUS_IGNORE,
 };
-use super::plan::{self, Plan};
+use super::plan::Plan;
 use super::*;
 use crate::abi::guard;
 use crate::engine::Schedule;
 use crate::error::{Class, Error, Result};
-use crate::frame::Kind;
 use crate::p2p;
 use crate::progress;
 use crate::request::Sched;
@@ -124,9 +122,10 @@ pub(crate) fn finishing(st: Staged) -> Option<Box<dyn FnOnce() + Send>> {
     }))
 }
 
-/// The body of every nonblocking collective: the communicator, the checked plan, the request
-/// argument, then the start.
-fn icoll(
+/// The body of every nonblocking collective `MPI_Ixxx` (its entry point is generated, with
+/// `make` the collective's [`super::plan`] function): the communicator, the checked plan, the
+/// request argument, then the start.
+pub fn start_nonblocking(
     name: &'static str,
     comm: c_int,
     req: *mut c_int,
@@ -136,334 +135,10 @@ fn icoll(
         let c = comm_of(runtime::get()?, comm)?;
         let plan = make(&c)?;
         req_arg(req)?;
+        if let Some(stat) = plan.stat {
+            stats::handled_nb(stat);
+        }
         start_coll(name, comm, c, req, plan)
-    })
-}
-
-// ---------------------------------------------------------------------------------------------
-// Nonblocking collectives
-
-pub unsafe fn ibarrier(name: &'static str, comm: c_int, req: *mut c_int) -> c_int {
-    stats::handled_nb(Coll::Barrier);
-    icoll(name, comm, req, |_| Ok(plan::barrier()))
-}
-
-pub unsafe fn ibcast(
-    name: &'static str,
-    buf: *mut c_void,
-    count: Count,
-    dt: c_int,
-    root: c_int,
-    comm: c_int,
-    req: *mut c_int,
-) -> c_int {
-    stats::handled_nb(Coll::Bcast);
-    // SAFETY: MPI's contract for the arguments (see the module comment of `api`).
-    icoll(name, comm, req, |c| unsafe {
-        plan::bcast(buf, count, dt, root, c)
-    })
-}
-
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn iallreduce(
-    name: &'static str,
-    send: *const c_void,
-    recv: *mut c_void,
-    count: Count,
-    dt: c_int,
-    op: c_int,
-    comm: c_int,
-    req: *mut c_int,
-) -> c_int {
-    stats::handled_nb(Coll::Allreduce);
-    // SAFETY: as in `ibcast`.
-    icoll(name, comm, req, |_| unsafe {
-        plan::allreduce(send, recv, count, dt, op)
-    })
-}
-
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn ireduce(
-    name: &'static str,
-    send: *const c_void,
-    recv: *mut c_void,
-    count: Count,
-    dt: c_int,
-    op: c_int,
-    root: c_int,
-    comm: c_int,
-    req: *mut c_int,
-) -> c_int {
-    stats::handled_nb(Coll::Reduce);
-    // SAFETY: as in `ibcast`.
-    icoll(name, comm, req, |c| unsafe {
-        plan::reduce(send, recv, count, dt, op, root, c)
-    })
-}
-
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn iallgather(
-    name: &'static str,
-    send: *const c_void,
-    scount: Count,
-    sdt: c_int,
-    recv: *mut c_void,
-    rcount: Count,
-    rdt: c_int,
-    comm: c_int,
-    req: *mut c_int,
-) -> c_int {
-    stats::handled_nb(Coll::Allgather);
-    // SAFETY: as in `ibcast`.
-    icoll(name, comm, req, |c| unsafe {
-        plan::allgather(send, scount, sdt, recv, rcount, rdt, c)
-    })
-}
-
-/// The per-rank counts of `MPI_Reduce_scatter`, read and checked.
-pub(crate) unsafe fn scatter_counts(counts: RecvCounts, n: usize) -> Result<Vec<usize>> {
-    (0..n)
-        .map(|i| {
-            // SAFETY: MPI requires recvcounts to hold one element per rank (i < size).
-            let v = match counts {
-                RecvCounts::Int(p) if !p.is_null() => Count::from(unsafe { *p.add(i) }),
-                RecvCounts::Count(p) if !p.is_null() => unsafe { *p.add(i) },
-                _ => return Err(Error::new(Class::Arg, "recvcounts is NULL")),
-            };
-            count_arg(v, &format!("recvcounts[{i}]"))
-        })
-        .collect()
-}
-
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn ireduce_scatter(
-    name: &'static str,
-    send: *const c_void,
-    recv: *mut c_void,
-    counts: RecvCounts,
-    dt: c_int,
-    op: c_int,
-    comm: c_int,
-    req: *mut c_int,
-) -> c_int {
-    stats::handled_nb(Coll::ReduceScatter);
-    // SAFETY: as in `ibcast`.
-    icoll(name, comm, req, |c| unsafe {
-        let counts = scatter_counts(counts, c.size())?;
-        plan::reduce_scatter(send, recv, counts, Kind::ReduceScatter, dt, op, c)
-    })
-}
-
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn ireduce_scatter_block(
-    name: &'static str,
-    send: *const c_void,
-    recv: *mut c_void,
-    count: Count,
-    dt: c_int,
-    op: c_int,
-    comm: c_int,
-    req: *mut c_int,
-) -> c_int {
-    stats::handled_nb(Coll::ReduceScatterBlock);
-    // SAFETY: as in `ibcast`.
-    icoll(name, comm, req, |c| unsafe {
-        let n = count_arg(count, "recvcount")?;
-        let kind = Kind::ReduceScatterBlock;
-        plan::reduce_scatter(send, recv, vec![n; c.size()], kind, dt, op, c)
-    })
-}
-
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn iallgatherv(
-    name: &'static str,
-    send: *const c_void,
-    scount: Count,
-    sdt: c_int,
-    recv: *mut c_void,
-    rcounts: Ints,
-    displs: Ints,
-    rdt: c_int,
-    comm: c_int,
-    req: *mut c_int,
-) -> c_int {
-    // SAFETY: as in `ibcast`.
-    icoll(name, comm, req, |c| unsafe {
-        plan::allgatherv(send, scount, sdt, recv, rcounts, displs, rdt, c)
-    })
-}
-
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn ialltoall(
-    name: &'static str,
-    send: *const c_void,
-    scount: Count,
-    sdt: c_int,
-    recv: *mut c_void,
-    rcount: Count,
-    rdt: c_int,
-    comm: c_int,
-    req: *mut c_int,
-) -> c_int {
-    // SAFETY: as in `ibcast`.
-    icoll(name, comm, req, |c| unsafe {
-        plan::alltoall(send, scount, sdt, recv, rcount, rdt, c)
-    })
-}
-
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn ialltoallv(
-    name: &'static str,
-    send: *const c_void,
-    scounts: Ints,
-    sdispls: Ints,
-    sdt: c_int,
-    recv: *mut c_void,
-    rcounts: Ints,
-    rdispls: Ints,
-    rdt: c_int,
-    comm: c_int,
-    req: *mut c_int,
-) -> c_int {
-    // SAFETY: as in `ibcast`.
-    icoll(name, comm, req, |c| unsafe {
-        plan::alltoallv(send, scounts, sdispls, sdt, recv, rcounts, rdispls, rdt, c)
-    })
-}
-
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn ialltoallw(
-    name: &'static str,
-    send: *const c_void,
-    scounts: Ints,
-    sdispls: Ints,
-    stypes: *const c_int,
-    recv: *mut c_void,
-    rcounts: Ints,
-    rdispls: Ints,
-    rtypes: *const c_int,
-    comm: c_int,
-    req: *mut c_int,
-) -> c_int {
-    // SAFETY: as in `ibcast`.
-    icoll(name, comm, req, |c| unsafe {
-        plan::alltoallw(
-            send, scounts, sdispls, stypes, recv, rcounts, rdispls, rtypes, c,
-        )
-    })
-}
-
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn igather(
-    name: &'static str,
-    send: *const c_void,
-    scount: Count,
-    sdt: c_int,
-    recv: *mut c_void,
-    rcount: Count,
-    rdt: c_int,
-    root: c_int,
-    comm: c_int,
-    req: *mut c_int,
-) -> c_int {
-    // SAFETY: as in `ibcast`.
-    icoll(name, comm, req, |c| unsafe {
-        plan::gather(send, scount, sdt, recv, rcount, None, rdt, root, c)
-    })
-}
-
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn igatherv(
-    name: &'static str,
-    send: *const c_void,
-    scount: Count,
-    sdt: c_int,
-    recv: *mut c_void,
-    rcounts: Ints,
-    displs: Ints,
-    rdt: c_int,
-    root: c_int,
-    comm: c_int,
-    req: *mut c_int,
-) -> c_int {
-    let counts = Some((rcounts, displs));
-    // SAFETY: as in `ibcast`.
-    icoll(name, comm, req, |c| unsafe {
-        plan::gather(send, scount, sdt, recv, 0, counts, rdt, root, c)
-    })
-}
-
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn iscatter(
-    name: &'static str,
-    send: *const c_void,
-    scount: Count,
-    sdt: c_int,
-    recv: *mut c_void,
-    rcount: Count,
-    rdt: c_int,
-    root: c_int,
-    comm: c_int,
-    req: *mut c_int,
-) -> c_int {
-    // SAFETY: as in `ibcast`.
-    icoll(name, comm, req, |c| unsafe {
-        plan::scatter(send, scount, None, sdt, recv, rcount, rdt, root, c)
-    })
-}
-
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn iscatterv(
-    name: &'static str,
-    send: *const c_void,
-    scounts: Ints,
-    displs: Ints,
-    sdt: c_int,
-    recv: *mut c_void,
-    rcount: Count,
-    rdt: c_int,
-    root: c_int,
-    comm: c_int,
-    req: *mut c_int,
-) -> c_int {
-    let counts = Some((scounts, displs));
-    // SAFETY: as in `ibcast`.
-    icoll(name, comm, req, |c| unsafe {
-        plan::scatter(send, 0, counts, sdt, recv, rcount, rdt, root, c)
-    })
-}
-
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn iscan(
-    name: &'static str,
-    send: *const c_void,
-    recv: *mut c_void,
-    count: Count,
-    dt: c_int,
-    op: c_int,
-    comm: c_int,
-    req: *mut c_int,
-) -> c_int {
-    // SAFETY: as in `ibcast`.
-    icoll(name, comm, req, |_| unsafe {
-        plan::scan(false, send, recv, count, dt, op)
-    })
-}
-
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn iexscan(
-    name: &'static str,
-    send: *const c_void,
-    recv: *mut c_void,
-    count: Count,
-    dt: c_int,
-    op: c_int,
-    comm: c_int,
-    req: *mut c_int,
-) -> c_int {
-    // SAFETY: as in `ibcast`.
-    icoll(name, comm, req, |_| unsafe {
-        plan::scan(true, send, recv, count, dt, op)
     })
 }
 

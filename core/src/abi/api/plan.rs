@@ -9,6 +9,12 @@
 //! so each start reads the buffers as they are then and matches the other ranks' starts in
 //! call order. Staged output is unpacked by the schedule's completion.
 //!
+//! Every public function here has the C parameters of the blocking collective it plans (the
+//! communicator as `c: &Comm`, last): `scripts/gen-mpi-api.py` generates the entry points of the
+//! nonblocking form (`MPI_Ixxx`, through [`start_nonblocking`]) and of the persistent form
+//! (`MPI_Xxx_init`, through [`start_persistent`]) of each one from the standard's description,
+//! so a collective's argument checks and schedule are written once for both.
+//!
 //! Count and displacement arrays are read when the plan is made (MPI forbids changing them
 //! while a persistent request lives). Datatypes are resolved then too, except in the reducing
 //! collectives, which re-resolve the datatype and op handles at each launch (so those must
@@ -34,7 +40,7 @@ use crate::stats::Coll;
 type Launch = Box<dyn FnMut(&Arc<Comm>) -> Result<Sched>>;
 
 /// A validated collective call (see the module comment).
-pub(crate) struct Plan {
+pub struct Plan {
     /// The collective it is profiled as (its nonblocking row), if any.
     pub(crate) stat: Option<Coll>,
     launch: Launch,
@@ -70,13 +76,13 @@ fn keeping<T: 'static>(v: T, f: impl FnOnce(T) + 'static) -> Finish {
     }))
 }
 
-pub(crate) fn barrier() -> Plan {
-    Plan::new(Some(Coll::Barrier), |c| {
+pub unsafe fn barrier(_c: &Comm) -> Result<Plan> {
+    Ok(Plan::new(Some(Coll::Barrier), |c| {
         Sched::new(c.clone(), coll::build_barrier, None)
-    })
+    }))
 }
 
-pub(crate) unsafe fn bcast(
+pub unsafe fn bcast(
     buf: *mut c_void,
     count: Count,
     dt: c_int,
@@ -103,12 +109,13 @@ pub(crate) unsafe fn bcast(
     }))
 }
 
-pub(crate) unsafe fn allreduce(
+pub unsafe fn allreduce(
     send: *const c_void,
     recv: *mut c_void,
     count: Count,
     dt: c_int,
     op: c_int,
+    _c: &Comm,
 ) -> Result<Plan> {
     host_only(&[send, recv as *const c_void])?;
     // A dry run checks the arguments; launching stages again.
@@ -133,7 +140,7 @@ pub(crate) unsafe fn allreduce(
 }
 
 #[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn reduce(
+pub unsafe fn reduce(
     send: *const c_void,
     recv: *mut c_void,
     count: Count,
@@ -168,7 +175,7 @@ pub(crate) unsafe fn reduce(
 }
 
 #[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn allgather(
+pub unsafe fn allgather(
     send: *const c_void,
     scount: Count,
     sdt: c_int,
@@ -235,9 +242,52 @@ pub(crate) unsafe fn allgather(
     }))
 }
 
-/// `MPI_Ireduce_scatter(_block)`: `counts[i]` is rank i's count (already checked).
+pub unsafe fn reduce_scatter(
+    send: *const c_void,
+    recv: *mut c_void,
+    recvcounts: RecvCounts,
+    dt: c_int,
+    op: c_int,
+    c: &Comm,
+) -> Result<Plan> {
+    // SAFETY: forwarded contract (one count per rank).
+    let counts = unsafe { scatter_counts(recvcounts, c.size()) }?;
+    // SAFETY: forwarded contract.
+    unsafe { reduce_scatter_counts(send, recv, counts, Kind::ReduceScatter, dt, op, c) }
+}
+
+pub unsafe fn reduce_scatter_block(
+    send: *const c_void,
+    recv: *mut c_void,
+    recvcount: Count,
+    dt: c_int,
+    op: c_int,
+    c: &Comm,
+) -> Result<Plan> {
+    let n = count_arg(recvcount, "recvcount")?;
+    let kind = Kind::ReduceScatterBlock;
+    // SAFETY: forwarded contract.
+    unsafe { reduce_scatter_counts(send, recv, vec![n; c.size()], kind, dt, op, c) }
+}
+
+/// The per-rank counts of `MPI_Reduce_scatter`, read and checked.
+pub(crate) unsafe fn scatter_counts(counts: RecvCounts, n: usize) -> Result<Vec<usize>> {
+    (0..n)
+        .map(|i| {
+            // SAFETY: MPI requires recvcounts to hold one element per rank (i < size).
+            let v = match counts {
+                RecvCounts::Int(p) if !p.is_null() => Count::from(unsafe { *p.add(i) }),
+                RecvCounts::Count(p) if !p.is_null() => unsafe { *p.add(i) },
+                _ => return Err(Error::new(Class::Arg, "recvcounts is NULL")),
+            };
+            count_arg(v, &format!("recvcounts[{i}]"))
+        })
+        .collect()
+}
+
+/// Reduce_scatter(_block): `counts[i]` is rank i's count (already checked).
 #[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn reduce_scatter(
+unsafe fn reduce_scatter_counts(
     send: *const c_void,
     recv: *mut c_void,
     counts: Vec<usize>,
@@ -273,7 +323,7 @@ pub(crate) unsafe fn reduce_scatter(
 }
 
 #[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn allgatherv(
+pub unsafe fn allgatherv(
     send: *const c_void,
     scount: Count,
     sdt: c_int,
@@ -396,7 +446,7 @@ pub(crate) fn stage_exchange(
 }
 
 #[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn alltoall(
+pub unsafe fn alltoall(
     send: *const c_void,
     scount: Count,
     sdt: c_int,
@@ -454,7 +504,7 @@ pub(crate) unsafe fn alltoallv_parts(
 }
 
 #[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn alltoallv(
+pub unsafe fn alltoallv(
     send: *const c_void,
     scounts: Ints,
     sdispls: Ints,
@@ -552,7 +602,7 @@ pub(crate) unsafe fn alltoallw_parts(
 }
 
 #[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn alltoallw(
+pub unsafe fn alltoallw(
     send: *const c_void,
     scounts: Ints,
     sdispls: Ints,
@@ -576,10 +626,42 @@ pub(crate) unsafe fn alltoallw(
 // ---------------------------------------------------------------------------------------------
 // Gather, Scatter
 
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn gather(
+    send: *const c_void,
+    scount: Count,
+    sdt: c_int,
+    recv: *mut c_void,
+    rcount: Count,
+    rdt: c_int,
+    root: c_int,
+    c: &Comm,
+) -> Result<Plan> {
+    // SAFETY: forwarded contract.
+    unsafe { gather_any(send, scount, sdt, recv, rcount, None, rdt, root, c) }
+}
+
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn gatherv(
+    send: *const c_void,
+    scount: Count,
+    sdt: c_int,
+    recv: *mut c_void,
+    rcounts: Ints,
+    displs: Ints,
+    rdt: c_int,
+    root: c_int,
+    c: &Comm,
+) -> Result<Plan> {
+    let counts = Some((rcounts, displs));
+    // SAFETY: forwarded contract.
+    unsafe { gather_any(send, scount, sdt, recv, 0, counts, rdt, root, c) }
+}
+
 /// Gather(v): `counts` is `None` for Gather (`recvcount` at the root), the root's
 /// `(recvcounts, displs)` for Gatherv.
 #[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn gather(
+unsafe fn gather_any(
     send: *const c_void,
     scount: Count,
     sdt: c_int,
@@ -667,10 +749,42 @@ pub(crate) unsafe fn gather(
     }))
 }
 
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn scatter(
+    send: *const c_void,
+    scount: Count,
+    sdt: c_int,
+    recv: *mut c_void,
+    rcount: Count,
+    rdt: c_int,
+    root: c_int,
+    c: &Comm,
+) -> Result<Plan> {
+    // SAFETY: forwarded contract.
+    unsafe { scatter_any(send, scount, None, sdt, recv, rcount, rdt, root, c) }
+}
+
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn scatterv(
+    send: *const c_void,
+    scounts: Ints,
+    displs: Ints,
+    sdt: c_int,
+    recv: *mut c_void,
+    rcount: Count,
+    rdt: c_int,
+    root: c_int,
+    c: &Comm,
+) -> Result<Plan> {
+    let counts = Some((scounts, displs));
+    // SAFETY: forwarded contract.
+    unsafe { scatter_any(send, 0, counts, sdt, recv, rcount, rdt, root, c) }
+}
+
 /// Scatter(v): `counts` is `None` for Scatter (`sendcount` at the root), the root's
 /// `(sendcounts, displs)` for Scatterv.
 #[allow(clippy::too_many_arguments)]
-pub(crate) unsafe fn scatter(
+unsafe fn scatter_any(
     send: *const c_void,
     scount: Count,
     counts: Option<(Ints, Ints)>,
@@ -762,8 +876,32 @@ pub(crate) unsafe fn scatter(
 // ---------------------------------------------------------------------------------------------
 // Scan, Exscan
 
-/// `MPI_Iscan` and `MPI_Iexscan` (`exclusive`).
-pub(crate) unsafe fn scan(
+pub unsafe fn scan(
+    send: *const c_void,
+    recv: *mut c_void,
+    count: Count,
+    dt: c_int,
+    op: c_int,
+    _c: &Comm,
+) -> Result<Plan> {
+    // SAFETY: forwarded contract.
+    unsafe { scan_any(false, send, recv, count, dt, op) }
+}
+
+pub unsafe fn exscan(
+    send: *const c_void,
+    recv: *mut c_void,
+    count: Count,
+    dt: c_int,
+    op: c_int,
+    _c: &Comm,
+) -> Result<Plan> {
+    // SAFETY: forwarded contract.
+    unsafe { scan_any(true, send, recv, count, dt, op) }
+}
+
+/// Scan and Exscan (`exclusive`).
+unsafe fn scan_any(
     exclusive: bool,
     send: *const c_void,
     recv: *mut c_void,
