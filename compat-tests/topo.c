@@ -38,6 +38,14 @@
 #define IALLTOALLV MPI_Ineighbor_alltoallv
 #define ALLTOALLW MPI_Neighbor_alltoallw
 #define IALLTOALLW MPI_Ineighbor_alltoallw
+/* The persistent forms are MPI 4.0. */
+#if MPI_VERSION >= 4
+#define PALLGATHER MPI_Neighbor_allgather_init
+#define PALLGATHERV MPI_Neighbor_allgatherv_init
+#define PALLTOALL MPI_Neighbor_alltoall_init
+#define PALLTOALLV MPI_Neighbor_alltoallv_init
+#define PALLTOALLW MPI_Neighbor_alltoallw_init
+#endif
 #include "topo_body.h"
 
 static void coords_of(int nd, const int *dims, int r, int *c)

@@ -25,6 +25,14 @@
 #define IALLTOALLV MPI_Ineighbor_alltoallv_c
 #define ALLTOALLW MPI_Neighbor_alltoallw_c
 #define IALLTOALLW MPI_Ineighbor_alltoallw_c
+/* The persistent forms are MPI 4.0. */
+#if MPI_VERSION >= 4
+#define PALLGATHER MPI_Neighbor_allgather_init_c
+#define PALLGATHERV MPI_Neighbor_allgatherv_init_c
+#define PALLTOALL MPI_Neighbor_alltoall_init_c
+#define PALLTOALLV MPI_Neighbor_alltoallv_init_c
+#define PALLTOALLW MPI_Neighbor_alltoallw_init_c
+#endif
 #include "topo_body.h"
 
 static void on_cart(int nd, int *dims, int *periods, const char *label)

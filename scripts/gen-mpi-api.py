@@ -287,11 +287,16 @@ def rust_category(rty):
 PLAN_FN_RE = re.compile(r"^pub unsafe fn (\w+)\s*\(([^)]*)\)\s*->\s*Result<Plan>\s*\{", re.M)
 
 
+# The modules that hold plans of collectives (`pub mod` of `hcomm_core::abi::api`).
+PLAN_MODULES = ["plan", "neighbor"]
+
+
 def plan_functions():
-    """The collectives' plans (`core/src/abi/api/plan.rs`): name -> [(param, type)] without
-    the trailing `c: &Comm`."""
+    """The collectives' plans (`core/src/abi/api/{plan,neighbor}.rs`): name -> (module,
+    [(param, type)] without the trailing `c: &Comm`)."""
     out = {}
-    for m in PLAN_FN_RE.finditer((API / "plan.rs").read_text()):
+    for mod, m in ((mod, m) for mod in PLAN_MODULES
+                   for m in PLAN_FN_RE.finditer((API / f"{mod}.rs").read_text())):
         params = []
         for p in re.sub(r"\s+", " ", m.group(2)).split(","):
             if p.strip():
@@ -299,7 +304,7 @@ def plan_functions():
                 params.append((n.strip(), t.strip()))
         if not params or params[-1][1] != "&Comm":
             raise SystemExit(f"gen-mpi-api.py: plan::{m.group(1)} must take `c: &Comm` last")
-        out[m.group(1)] = params[:-1]
+        out[m.group(1)] = (mod, params[:-1])
     return out
 
 
@@ -312,32 +317,39 @@ def split_param(cp):
 
 
 def bind_form(proto, plans):
-    """The generated entry point of a nonblocking (`MPI_Ixxx`) or persistent (`MPI_Xxx_init`)
-    collective through the plan of its blocking form, as (extern parameters, call), or None.
-    The form's parameters are the blocking form's, then `info` (persistent) and `request`."""
+    """The generated entry point of a collective through its plan, as (extern parameters,
+    call), or None: the nonblocking form (`MPI_Ixxx`), the persistent form (`MPI_Xxx_init`),
+    and the blocking form where no api function implements it. The nonblocking and
+    persistent forms' parameters are the blocking form's, then `info` (persistent) and
+    `request`."""
     name = proto.name
     short = name.split("_", 1)[1]
     if short.endswith("_c"):
         short = short[:-2]
     if short.endswith("_init"):
         base, tail, start = short[:-5].lower(), ["MPI_Info info", "MPI_Request *request"], "start_persistent"
-    elif short.startswith("I"):
+    elif short.startswith("I") and short[1:].lower() in plans:
         base, tail, start = short[1:].lower(), ["MPI_Request *request"], "start_nonblocking"
     else:
-        return None
+        base, tail, start = short.lower(), [], "run_blocking"
     if base not in plans:
         return None
+    mod, params = plans[base]
     cparams = [p for p in proto.params if p != "..."]
     n = len(tail)
-    if [" ".join(split_param(p)[:2]).replace("* ", " *") for p in cparams[-n:]] != tail or not cparams[:-n] or cparams[-n - 1] != "MPI_Comm comm":
+    head, rest = cparams[:len(cparams) - n], cparams[len(cparams) - n:]
+    if [" ".join(split_param(p)[:2]).replace("* ", " *") for p in rest] != tail:
         return None
-    bound = bind_params(cparams[:-n - 1], plans[base])
+    if not head or head[-1] != "MPI_Comm comm":
+        return None
+    bound = bind_params(cparams[:len(cparams) - n - 1], params)
     if bound is None:
         return None
     ext, args = bound
-    ext += [("comm", "c_int")] + ([("info", "c_int")] if n == 2 else []) + [("request", "*mut c_int")]
-    handles = "comm, info, request" if n == 2 else "comm, request"
-    call = f'api::{start}("{name}", {handles}, |c| api::plan::{base}({", ".join(args + ["c"])}))'
+    tail_ext = [("comm", "c_int"), ("info", "c_int"), ("request", "*mut c_int")]
+    ext += [tail_ext[0]] + tail_ext[3 - n:]
+    handles = ", ".join(name for name, _ in [tail_ext[0]] + tail_ext[3 - n:])
+    call = f'api::{start}("{name}", {handles}, |c| api::{mod}::{base}({", ".join(args + ["c"])}))'
     return ext, call
 
 

@@ -34,7 +34,7 @@ mod isendrecv;
 mod local_queries;
 mod matched;
 mod nb;
-mod neighbor;
+pub mod neighbor;
 mod p2p;
 mod pack;
 mod persistent;
@@ -66,7 +66,6 @@ pub use local_queries::*;
 pub use matched::*;
 #[allow(unused_imports)]
 pub use nb::*;
-pub use neighbor::*;
 #[allow(unused_imports)]
 pub use p2p::*;
 #[allow(unused_imports)]

@@ -29,14 +29,12 @@ use super::p2p::{
 use super::plan::Plan;
 use super::*;
 use crate::abi::guard;
-use crate::engine::Schedule;
 use crate::error::{Class, Error, Result};
 use crate::p2p;
 use crate::progress;
-use crate::request::Sched;
 use crate::request::{self, Completion, Request, REQUEST_NULL};
 use crate::runtime;
-use crate::stats::{self, Coll};
+use crate::stats;
 
 /// `MPI_UNDEFINED` (MPICH ABI).
 const UNDEFINED: c_int = -32766;
@@ -93,24 +91,6 @@ fn start_coll(
     publish(Arc::new(r.profiled(pending.map(|p| p.built()))), req)
 }
 
-/// Starts a nonblocking operation from a schedule builder (the neighbor collectives, which
-/// have no plan); `stat`: the collective it is profiled as, if any.
-pub(super) fn start_sched(
-    name: &'static str,
-    stat: Option<Coll>,
-    comm: c_int,
-    c: Arc<Comm>,
-    req: *mut c_int,
-    build: impl for<'c> FnOnce(&'c Comm) -> Result<Schedule<'c>>,
-    finish: Option<Box<dyn FnOnce() + Send>>,
-) -> Result<()> {
-    let ep = c.ep.clone();
-    let pending = stat.and_then(stats::profile::begin);
-    let sched = Sched::new(c, build, finish)?;
-    let r = Request::new(name, comm, true, ep, Box::new(sched));
-    publish(Arc::new(r.profiled(pending.map(|p| p.built()))), req)
-}
-
 /// A completion closure that unpacks `st` (nothing to do for contiguous datatypes).
 pub(crate) fn finishing(st: Staged) -> Option<Box<dyn FnOnce() + Send>> {
     let st = Unsent(st);
@@ -120,6 +100,26 @@ pub(crate) fn finishing(st: Staged) -> Option<Box<dyn FnOnce() + Send>> {
         // keeps valid and untouched until the request completes.
         unsafe { st.finish() }
     }))
+}
+
+/// The body of a blocking collective whose entry point is generated from its plan (the
+/// neighbor collectives): the communicator, the checked plan, then the schedule, run to its
+/// end as `MPI_Wait` would (with the same liveness checks).
+pub fn run_blocking(
+    name: &'static str,
+    comm: c_int,
+    make: impl FnOnce(&Comm) -> Result<Plan>,
+) -> c_int {
+    guard(name, Some(comm), || {
+        let c = comm_of(runtime::get()?, comm)?;
+        let mut plan = make(&c)?;
+        let ep = c.ep.clone();
+        let sched = plan.launch(&c)?;
+        let r = Arc::new(Request::new(name, comm, true, ep, Box::new(sched)));
+        progress::start(&r)?;
+        progress::wait_until(r.endpoint(), || r.is_done());
+        outcome_of(&r).map(drop)
+    })
 }
 
 /// The body of every nonblocking collective `MPI_Ixxx` (its entry point is generated, with

@@ -17,16 +17,15 @@ use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
 use super::coll2::{laid_out, regular, Ints, Side, BYTE};
-use super::nb::{req_arg, start_sched, Unsent};
+use super::plan::Plan;
 use super::topo_args::topo_of;
 use super::typearg::Blocks;
 use super::*;
-use crate::abi::guard;
 use crate::engine::{Fold, Schedule};
 use crate::error::{Class, Error, Result};
 use crate::frame::Kind;
 use crate::process_topology::Neighbors;
-use crate::runtime;
+use crate::request::Sched;
 
 /// One buffer's blocks: block `i` is item `at[i].1` of `groups[at[i].0]` (one group per
 /// datatype: a single one except in the alltoallw forms).
@@ -68,7 +67,9 @@ impl Parts {
 
 /// A checked neighbor exchange: the neighbors, both buffers' blocks, and which send block
 /// goes to each destination.
-struct Plan {
+struct Exchange {
+    /// This process's rank in the communicator.
+    me: usize,
     nb: Neighbors,
     send: Parts,
     recv: Parts,
@@ -76,7 +77,16 @@ struct Plan {
     send_of: Vec<usize>,
 }
 
+// SAFETY: an exchange holds raw pointers into the caller's buffers, which MPI forbids the
+// caller to touch while the request is active. One thread at a time uses it: a launch runs
+// under the request's lock, and the completion of that launch (which stores the receive
+// blocks) ends before the next `MPI_Start` may launch again.
+unsafe impl Send for Exchange {}
+// SAFETY: as above; shared (an `Arc`) between the plan and the completion of its launch only.
+unsafe impl Sync for Exchange {}
+
 /// The tasks of one exchange, as plain pointers (what the schedule is built from).
+#[derive(Clone)]
 struct Tasks {
     sends: Vec<(usize, u32, *const u8, usize)>,
     recvs: Vec<(usize, u32, *mut u8, usize)>,
@@ -84,7 +94,7 @@ struct Tasks {
     copies: Vec<(*mut u8, *const u8, usize)>,
 }
 
-impl Plan {
+impl Exchange {
     /// The tasks, pairing the messages a process sends to itself with its receives from
     /// itself (by tag); an unpaired or mismatched one is an error, caught before anything
     /// moves.
@@ -177,42 +187,30 @@ fn build<'c>(c: &'c Comm, t: &Tasks, kind: Kind) -> Schedule<'c> {
     s
 }
 
-/// Runs a checked plan: at once, or as a request written to `req`.
-fn go(
-    name: &'static str,
-    comm: c_int,
-    c: Arc<Comm>,
-    plan: Plan,
-    kind: Kind,
-    req: Option<*mut c_int>,
-) -> Result<()> {
-    let tasks = plan.tasks(c.rank)?;
-    if let Some(r) = req {
-        req_arg(r)?;
+impl Exchange {
+    /// The collective's plan: at each launch (once for `MPI_Ineighbor_*` and the blocking
+    /// form, at every `MPI_Start` of a persistent request) the send blocks are loaded as they
+    /// are then, the schedule is built, and its completion stores the receive blocks.
+    fn launcher(self, kind: Kind) -> Result<Plan> {
+        // The tasks are checked now (a self-exchange that does not pair up is an error before
+        // anything moves); `me` is the rank in the communicator the plan was made on.
+        let me = self.me;
+        let tasks = self.tasks(me)?;
+        let this = Arc::new(self);
+        Ok(Plan::new(None, move |c| {
+            // SAFETY: MPI: the send buffer holds the blocks as laid out (checked when the plan
+            // was made) and stays valid while the request is active.
+            unsafe { this.load() };
+            let keep = this.clone();
+            let finish: Box<dyn FnOnce() + Send> = Box::new(move || {
+                // SAFETY: as above, for the receive buffer; MPI keeps it valid and untouched
+                // until completion.
+                unsafe { keep.store() }
+            });
+            let tasks = tasks.clone();
+            Sched::new(c.clone(), move |c| Ok(build(c, &tasks, kind)), Some(finish))
+        }))
     }
-    // SAFETY: MPI: the send buffer holds the blocks as laid out (checked by the caller).
-    unsafe { plan.load() };
-    let Some(req) = req else {
-        build(&c, &tasks, kind).run()?;
-        // SAFETY: MPI: the receive buffer holds the blocks as laid out.
-        unsafe { plan.store() };
-        return Ok(());
-    };
-    let plan = Unsent(plan);
-    let finish: Box<dyn FnOnce() + Send> = Box::new(move || {
-        let plan = plan.take();
-        // SAFETY: as above; MPI keeps the buffer valid and untouched until completion.
-        unsafe { plan.store() }
-    });
-    start_sched(
-        name,
-        None,
-        comm,
-        c,
-        req,
-        move |c| Ok(build(c, &tasks, kind)),
-        Some(finish),
-    )
 }
 
 /// The first `n` elements of an array argument (none read when `n` is 0: NULL is fine then).
@@ -233,12 +231,10 @@ unsafe fn counts(v: Ints, n: usize, what: &str) -> Result<Vec<usize>> {
     unsafe { v.counts(n, what) }
 }
 
-/// The communicator, its neighbors, and the device-buffer check every neighbor call makes.
-fn setup(name: &str, comm: c_int, bufs: [*const c_void; 2]) -> Result<(Arc<Comm>, Neighbors)> {
-    crate::cuda::refuse_device(name, &bufs)?;
-    let c = comm_of(runtime::get()?, comm)?;
-    let nb = topo_of(&c)?.neighbors(c.rank);
-    Ok((c, nb))
+/// The communicator's neighbors, after the device-buffer check every neighbor call makes.
+fn neighbors_of(c: &Comm, bufs: [*const c_void; 2]) -> Result<Neighbors> {
+    host_only(&bufs)?;
+    Ok(topo_of(c)?.neighbors(c.rank))
 }
 
 /// The send buffer and the receive buffer must not overlap where something moves.
@@ -249,141 +245,38 @@ fn apart(send: *const c_void, recv: *const c_void, sbytes: usize, rbytes: usize)
 // ---------------------------------------------------------------------------------------------
 // Allgather(v)
 
-/// `MPI_Neighbor_allgather` (and `_c`).
+/// The plan of `MPI_Neighbor_allgather`; its three forms' entry points are generated.
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn neighbor_allgather(
-    name: &'static str,
-    sendbuf: *const c_void,
-    sendcount: Count,
-    sendtype: c_int,
-    recvbuf: *mut c_void,
-    recvcount: Count,
-    recvtype: c_int,
-    comm: c_int,
-) -> c_int {
-    // SAFETY: forwarded contract.
-    unsafe {
-        allgather_common(
-            name, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, None,
-        )
-    }
-}
-
-/// `MPI_Ineighbor_allgather` (and `_c`).
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn ineighbor_allgather(
-    name: &'static str,
-    sendbuf: *const c_void,
-    sendcount: Count,
-    sendtype: c_int,
-    recvbuf: *mut c_void,
-    recvcount: Count,
-    recvtype: c_int,
-    comm: c_int,
-    request: *mut c_int,
-) -> c_int {
-    // SAFETY: forwarded contract.
-    unsafe {
-        allgather_common(
-            name,
-            sendbuf,
-            sendcount,
-            sendtype,
-            recvbuf,
-            recvcount,
-            recvtype,
-            comm,
-            Some(request),
-        )
-    }
-}
-
-#[allow(clippy::too_many_arguments)]
-unsafe fn allgather_common(
-    name: &'static str,
     send: *const c_void,
     scount: Count,
     sdt: c_int,
     recv: *mut c_void,
     rcount: Count,
     rdt: c_int,
-    comm: c_int,
-    req: Option<*mut c_int>,
-) -> c_int {
-    guard(name, Some(comm), || {
-        let (c, nb) = setup(name, comm, [send, recv])?;
-        let ss = Side::new(sdt, "sendtype")?;
-        let scnt = count_arg(scount, "sendcount")?;
-        let slaid = laid_out(send, &ss, &[scnt], &[0], ["sendbuf", "sendcount", "displs"])?;
-        let rs = Side::new(rdt, "recvtype")?;
-        let rcnt = count_arg(rcount, "recvcount")?;
-        let rlaid = regular(recv, &rs, rcnt, nb.recv.len(), "recvbuf", "recvcount")?;
-        apart(send, recv, slaid.bytes(), rlaid.bytes())?;
-        let plan = Plan {
-            send_of: vec![0; nb.send.len()],
-            send: Parts::uniform(send, &ss, &slaid.items),
-            recv: Parts::uniform(recv, &rs, &rlaid.items),
-            nb,
-        };
-        go(name, comm, c, plan, Kind::NeighborAllgather, req)
-    })
+    c: &Comm,
+) -> Result<Plan> {
+    let nb = neighbors_of(c, [send, recv])?;
+    let ss = Side::new(sdt, "sendtype")?;
+    let scnt = count_arg(scount, "sendcount")?;
+    let slaid = laid_out(send, &ss, &[scnt], &[0], ["sendbuf", "sendcount", "displs"])?;
+    let rs = Side::new(rdt, "recvtype")?;
+    let rcnt = count_arg(rcount, "recvcount")?;
+    let rlaid = regular(recv, &rs, rcnt, nb.recv.len(), "recvbuf", "recvcount")?;
+    apart(send, recv, slaid.bytes(), rlaid.bytes())?;
+    let plan = Exchange {
+        send_of: vec![0; nb.send.len()],
+        send: Parts::uniform(send, &ss, &slaid.items),
+        recv: Parts::uniform(recv, &rs, &rlaid.items),
+        me: c.rank,
+        nb,
+    };
+    plan.launcher(Kind::NeighborAllgather)
 }
 
-/// `MPI_Neighbor_allgatherv` (and `_c`).
+/// The plan of `MPI_Neighbor_allgatherv`; its three forms' entry points are generated.
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn neighbor_allgatherv(
-    name: &'static str,
-    sendbuf: *const c_void,
-    sendcount: Count,
-    sendtype: c_int,
-    recvbuf: *mut c_void,
-    recvcounts: Ints,
-    displs: Ints,
-    recvtype: c_int,
-    comm: c_int,
-) -> c_int {
-    // SAFETY: forwarded contract.
-    unsafe {
-        allgatherv_common(
-            name, sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm, None,
-        )
-    }
-}
-
-/// `MPI_Ineighbor_allgatherv` (and `_c`).
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn ineighbor_allgatherv(
-    name: &'static str,
-    sendbuf: *const c_void,
-    sendcount: Count,
-    sendtype: c_int,
-    recvbuf: *mut c_void,
-    recvcounts: Ints,
-    displs: Ints,
-    recvtype: c_int,
-    comm: c_int,
-    request: *mut c_int,
-) -> c_int {
-    // SAFETY: forwarded contract.
-    unsafe {
-        allgatherv_common(
-            name,
-            sendbuf,
-            sendcount,
-            sendtype,
-            recvbuf,
-            recvcounts,
-            displs,
-            recvtype,
-            comm,
-            Some(request),
-        )
-    }
-}
-
-#[allow(clippy::too_many_arguments)]
-unsafe fn allgatherv_common(
-    name: &'static str,
     send: *const c_void,
     scount: Count,
     sdt: c_int,
@@ -391,177 +284,68 @@ unsafe fn allgatherv_common(
     rcounts: Ints,
     displs: Ints,
     rdt: c_int,
-    comm: c_int,
-    req: Option<*mut c_int>,
-) -> c_int {
-    guard(name, Some(comm), || {
-        let (c, nb) = setup(name, comm, [send, recv])?;
-        let ss = Side::new(sdt, "sendtype")?;
-        let scnt = count_arg(scount, "sendcount")?;
-        let slaid = laid_out(send, &ss, &[scnt], &[0], ["sendbuf", "sendcount", "displs"])?;
-        let n = nb.recv.len();
-        let rs = Side::new(rdt, "recvtype")?;
-        // SAFETY: MPI: one count and one displacement per source.
-        let (rc, rd) = unsafe {
-            (
-                counts(rcounts, n, "recvcounts")?,
-                array(displs, n, "displs")?,
-            )
-        };
-        let rlaid = laid_out(recv, &rs, &rc, &rd, ["recvbuf", "recvcounts", "displs"])?;
-        apart(send, recv, slaid.bytes(), rlaid.bytes())?;
-        let plan = Plan {
-            send_of: vec![0; nb.send.len()],
-            send: Parts::uniform(send, &ss, &slaid.items),
-            recv: Parts::uniform(recv, &rs, &rlaid.items),
-            nb,
-        };
-        go(name, comm, c, plan, Kind::NeighborAllgatherv, req)
-    })
+    c: &Comm,
+) -> Result<Plan> {
+    let nb = neighbors_of(c, [send, recv])?;
+    let ss = Side::new(sdt, "sendtype")?;
+    let scnt = count_arg(scount, "sendcount")?;
+    let slaid = laid_out(send, &ss, &[scnt], &[0], ["sendbuf", "sendcount", "displs"])?;
+    let n = nb.recv.len();
+    let rs = Side::new(rdt, "recvtype")?;
+    // SAFETY: MPI: one count and one displacement per source.
+    let (rc, rd) = unsafe {
+        (
+            counts(rcounts, n, "recvcounts")?,
+            array(displs, n, "displs")?,
+        )
+    };
+    let rlaid = laid_out(recv, &rs, &rc, &rd, ["recvbuf", "recvcounts", "displs"])?;
+    apart(send, recv, slaid.bytes(), rlaid.bytes())?;
+    let plan = Exchange {
+        send_of: vec![0; nb.send.len()],
+        send: Parts::uniform(send, &ss, &slaid.items),
+        recv: Parts::uniform(recv, &rs, &rlaid.items),
+        me: c.rank,
+        nb,
+    };
+    plan.launcher(Kind::NeighborAllgatherv)
 }
 
 // ---------------------------------------------------------------------------------------------
 // Alltoall(v)
 
-/// `MPI_Neighbor_alltoall` (and `_c`).
+/// The plan of `MPI_Neighbor_alltoall`; its three forms' entry points are generated.
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn neighbor_alltoall(
-    name: &'static str,
-    sendbuf: *const c_void,
-    sendcount: Count,
-    sendtype: c_int,
-    recvbuf: *mut c_void,
-    recvcount: Count,
-    recvtype: c_int,
-    comm: c_int,
-) -> c_int {
-    // SAFETY: forwarded contract.
-    unsafe {
-        alltoall_common(
-            name, sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm, None,
-        )
-    }
-}
-
-/// `MPI_Ineighbor_alltoall` (and `_c`).
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn ineighbor_alltoall(
-    name: &'static str,
-    sendbuf: *const c_void,
-    sendcount: Count,
-    sendtype: c_int,
-    recvbuf: *mut c_void,
-    recvcount: Count,
-    recvtype: c_int,
-    comm: c_int,
-    request: *mut c_int,
-) -> c_int {
-    // SAFETY: forwarded contract.
-    unsafe {
-        alltoall_common(
-            name,
-            sendbuf,
-            sendcount,
-            sendtype,
-            recvbuf,
-            recvcount,
-            recvtype,
-            comm,
-            Some(request),
-        )
-    }
-}
-
-#[allow(clippy::too_many_arguments)]
-unsafe fn alltoall_common(
-    name: &'static str,
     send: *const c_void,
     scount: Count,
     sdt: c_int,
     recv: *mut c_void,
     rcount: Count,
     rdt: c_int,
-    comm: c_int,
-    req: Option<*mut c_int>,
-) -> c_int {
-    guard(name, Some(comm), || {
-        let (c, nb) = setup(name, comm, [send, recv])?;
-        let ss = Side::new(sdt, "sendtype")?;
-        let scnt = count_arg(scount, "sendcount")?;
-        let slaid = regular(send, &ss, scnt, nb.send.len(), "sendbuf", "sendcount")?;
-        let rs = Side::new(rdt, "recvtype")?;
-        let rcnt = count_arg(rcount, "recvcount")?;
-        let rlaid = regular(recv, &rs, rcnt, nb.recv.len(), "recvbuf", "recvcount")?;
-        apart(send, recv, slaid.bytes(), rlaid.bytes())?;
-        let plan = Plan {
-            send_of: (0..nb.send.len()).collect(),
-            send: Parts::uniform(send, &ss, &slaid.items),
-            recv: Parts::uniform(recv, &rs, &rlaid.items),
-            nb,
-        };
-        go(name, comm, c, plan, Kind::NeighborAlltoall, req)
-    })
+    c: &Comm,
+) -> Result<Plan> {
+    let nb = neighbors_of(c, [send, recv])?;
+    let ss = Side::new(sdt, "sendtype")?;
+    let scnt = count_arg(scount, "sendcount")?;
+    let slaid = regular(send, &ss, scnt, nb.send.len(), "sendbuf", "sendcount")?;
+    let rs = Side::new(rdt, "recvtype")?;
+    let rcnt = count_arg(rcount, "recvcount")?;
+    let rlaid = regular(recv, &rs, rcnt, nb.recv.len(), "recvbuf", "recvcount")?;
+    apart(send, recv, slaid.bytes(), rlaid.bytes())?;
+    let plan = Exchange {
+        send_of: (0..nb.send.len()).collect(),
+        send: Parts::uniform(send, &ss, &slaid.items),
+        recv: Parts::uniform(recv, &rs, &rlaid.items),
+        me: c.rank,
+        nb,
+    };
+    plan.launcher(Kind::NeighborAlltoall)
 }
 
-/// `MPI_Neighbor_alltoallv` (and `_c`).
+/// The plan of `MPI_Neighbor_alltoallv`; its three forms' entry points are generated.
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn neighbor_alltoallv(
-    name: &'static str,
-    sendbuf: *const c_void,
-    sendcounts: Ints,
-    sdispls: Ints,
-    sendtype: c_int,
-    recvbuf: *mut c_void,
-    recvcounts: Ints,
-    rdispls: Ints,
-    recvtype: c_int,
-    comm: c_int,
-) -> c_int {
-    // SAFETY: forwarded contract.
-    unsafe {
-        alltoallv_common(
-            name, sendbuf, sendcounts, sdispls, sendtype, recvbuf, recvcounts, rdispls, recvtype,
-            comm, None,
-        )
-    }
-}
-
-/// `MPI_Ineighbor_alltoallv` (and `_c`).
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn ineighbor_alltoallv(
-    name: &'static str,
-    sendbuf: *const c_void,
-    sendcounts: Ints,
-    sdispls: Ints,
-    sendtype: c_int,
-    recvbuf: *mut c_void,
-    recvcounts: Ints,
-    rdispls: Ints,
-    recvtype: c_int,
-    comm: c_int,
-    request: *mut c_int,
-) -> c_int {
-    // SAFETY: forwarded contract.
-    unsafe {
-        alltoallv_common(
-            name,
-            sendbuf,
-            sendcounts,
-            sdispls,
-            sendtype,
-            recvbuf,
-            recvcounts,
-            rdispls,
-            recvtype,
-            comm,
-            Some(request),
-        )
-    }
-}
-
-#[allow(clippy::too_many_arguments)]
-unsafe fn alltoallv_common(
-    name: &'static str,
     send: *const c_void,
     scounts: Ints,
     sdispls: Ints,
@@ -570,34 +354,32 @@ unsafe fn alltoallv_common(
     rcounts: Ints,
     rdispls: Ints,
     rdt: c_int,
-    comm: c_int,
-    req: Option<*mut c_int>,
-) -> c_int {
-    guard(name, Some(comm), || {
-        let (c, nb) = setup(name, comm, [send, recv])?;
-        let (nout, nin) = (nb.send.len(), nb.recv.len());
-        let ss = Side::new(sdt, "sendtype")?;
-        // SAFETY: MPI: one count and one displacement per destination / source.
-        let (sc, sd, rc, rd) = unsafe {
-            (
-                counts(scounts, nout, "sendcounts")?,
-                array(sdispls, nout, "sdispls")?,
-                counts(rcounts, nin, "recvcounts")?,
-                array(rdispls, nin, "rdispls")?,
-            )
-        };
-        let slaid = laid_out(send, &ss, &sc, &sd, ["sendbuf", "sendcounts", "sdispls"])?;
-        let rs = Side::new(rdt, "recvtype")?;
-        let rlaid = laid_out(recv, &rs, &rc, &rd, ["recvbuf", "recvcounts", "rdispls"])?;
-        apart(send, recv, slaid.bytes(), rlaid.bytes())?;
-        let plan = Plan {
-            send_of: (0..nout).collect(),
-            send: Parts::uniform(send, &ss, &slaid.items),
-            recv: Parts::uniform(recv, &rs, &rlaid.items),
-            nb,
-        };
-        go(name, comm, c, plan, Kind::NeighborAlltoallv, req)
-    })
+    c: &Comm,
+) -> Result<Plan> {
+    let nb = neighbors_of(c, [send, recv])?;
+    let (nout, nin) = (nb.send.len(), nb.recv.len());
+    let ss = Side::new(sdt, "sendtype")?;
+    // SAFETY: MPI: one count and one displacement per destination / source.
+    let (sc, sd, rc, rd) = unsafe {
+        (
+            counts(scounts, nout, "sendcounts")?,
+            array(sdispls, nout, "sdispls")?,
+            counts(rcounts, nin, "recvcounts")?,
+            array(rdispls, nin, "rdispls")?,
+        )
+    };
+    let slaid = laid_out(send, &ss, &sc, &sd, ["sendbuf", "sendcounts", "sdispls"])?;
+    let rs = Side::new(rdt, "recvtype")?;
+    let rlaid = laid_out(recv, &rs, &rc, &rd, ["recvbuf", "recvcounts", "rdispls"])?;
+    apart(send, recv, slaid.bytes(), rlaid.bytes())?;
+    let plan = Exchange {
+        send_of: (0..nout).collect(),
+        send: Parts::uniform(send, &ss, &slaid.items),
+        recv: Parts::uniform(recv, &rs, &rlaid.items),
+        me: c.rank,
+        nb,
+    };
+    plan.launcher(Kind::NeighborAlltoallv)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -641,65 +423,9 @@ unsafe fn per_type(
     })
 }
 
-/// `MPI_Neighbor_alltoallw` (and `_c`): displacements in bytes, one datatype per block.
+/// The plan of `MPI_Neighbor_alltoallw`; its three forms' entry points are generated.
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn neighbor_alltoallw(
-    name: &'static str,
-    sendbuf: *const c_void,
-    sendcounts: Ints,
-    sdispls: Ints,
-    sendtypes: *const c_int,
-    recvbuf: *mut c_void,
-    recvcounts: Ints,
-    rdispls: Ints,
-    recvtypes: *const c_int,
-    comm: c_int,
-) -> c_int {
-    // SAFETY: forwarded contract.
-    unsafe {
-        alltoallw_common(
-            name, sendbuf, sendcounts, sdispls, sendtypes, recvbuf, recvcounts, rdispls, recvtypes,
-            comm, None,
-        )
-    }
-}
-
-/// `MPI_Ineighbor_alltoallw` (and `_c`).
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn ineighbor_alltoallw(
-    name: &'static str,
-    sendbuf: *const c_void,
-    sendcounts: Ints,
-    sdispls: Ints,
-    sendtypes: *const c_int,
-    recvbuf: *mut c_void,
-    recvcounts: Ints,
-    rdispls: Ints,
-    recvtypes: *const c_int,
-    comm: c_int,
-    request: *mut c_int,
-) -> c_int {
-    // SAFETY: forwarded contract.
-    unsafe {
-        alltoallw_common(
-            name,
-            sendbuf,
-            sendcounts,
-            sdispls,
-            sendtypes,
-            recvbuf,
-            recvcounts,
-            rdispls,
-            recvtypes,
-            comm,
-            Some(request),
-        )
-    }
-}
-
-#[allow(clippy::too_many_arguments)]
-unsafe fn alltoallw_common(
-    name: &'static str,
     send: *const c_void,
     scounts: Ints,
     sdispls: Ints,
@@ -708,51 +434,48 @@ unsafe fn alltoallw_common(
     rcounts: Ints,
     rdispls: Ints,
     rtypes: *const c_int,
-    comm: c_int,
-    req: Option<*mut c_int>,
-) -> c_int {
-    guard(name, Some(comm), || {
-        let (c, nb) = setup(name, comm, [send, recv])?;
-        let (nout, nin) = (nb.send.len(), nb.recv.len());
-        // SAFETY: MPI: one count, displacement and datatype per destination / source.
-        let (sendp, recvp) = unsafe {
-            let sc = counts(scounts, nout, "sendcounts")?;
-            let sd = array(sdispls, nout, "sdispls")?;
-            let rc = counts(rcounts, nin, "recvcounts")?;
-            let rd = array(rdispls, nin, "rdispls")?;
-            (
-                per_type(
-                    send,
-                    &sc,
-                    &sd,
-                    stypes,
-                    ["sendbuf", "sendcounts", "sdispls", "sendtypes"],
-                )?,
-                per_type(
-                    recv,
-                    &rc,
-                    &rd,
-                    rtypes,
-                    ["recvbuf", "recvcounts", "rdispls", "recvtypes"],
-                )?,
-            )
-        };
-        if nout > 0 && nin > 0 && std::ptr::eq(send, recv as *const c_void) {
-            let moved =
-                (0..nout).any(|i| sendp.span(i).1 > 0) && (0..nin).any(|i| recvp.span(i).1 > 0);
-            if moved {
-                return Err(Error::new(
-                    Class::Buffer,
-                    "sendbuf and recvbuf are the same buffer",
-                ));
-            }
+    c: &Comm,
+) -> Result<Plan> {
+    let nb = neighbors_of(c, [send, recv])?;
+    let (nout, nin) = (nb.send.len(), nb.recv.len());
+    // SAFETY: MPI: one count, displacement and datatype per destination / source.
+    let (sendp, recvp) = unsafe {
+        let sc = counts(scounts, nout, "sendcounts")?;
+        let sd = array(sdispls, nout, "sdispls")?;
+        let rc = counts(rcounts, nin, "recvcounts")?;
+        let rd = array(rdispls, nin, "rdispls")?;
+        (
+            per_type(
+                send,
+                &sc,
+                &sd,
+                stypes,
+                ["sendbuf", "sendcounts", "sdispls", "sendtypes"],
+            )?,
+            per_type(
+                recv,
+                &rc,
+                &rd,
+                rtypes,
+                ["recvbuf", "recvcounts", "rdispls", "recvtypes"],
+            )?,
+        )
+    };
+    if nout > 0 && nin > 0 && std::ptr::eq(send, recv as *const c_void) {
+        let moved = (0..nout).any(|i| sendp.span(i).1 > 0) && (0..nin).any(|i| recvp.span(i).1 > 0);
+        if moved {
+            return Err(Error::new(
+                Class::Buffer,
+                "sendbuf and recvbuf are the same buffer",
+            ));
         }
-        let plan = Plan {
-            send_of: (0..nout).collect(),
-            send: sendp,
-            recv: recvp,
-            nb,
-        };
-        go(name, comm, c, plan, Kind::NeighborAlltoallw, req)
-    })
+    }
+    let plan = Exchange {
+        send_of: (0..nout).collect(),
+        send: sendp,
+        recv: recvp,
+        me: c.rank,
+        nb,
+    };
+    plan.launcher(Kind::NeighborAlltoallw)
 }

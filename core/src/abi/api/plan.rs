@@ -52,7 +52,10 @@ pub struct Plan {
 unsafe impl Send for Plan {}
 
 impl Plan {
-    fn new(stat: Option<Coll>, f: impl FnMut(&Arc<Comm>) -> Result<Sched> + 'static) -> Plan {
+    pub(crate) fn new(
+        stat: Option<Coll>,
+        f: impl FnMut(&Arc<Comm>) -> Result<Sched> + 'static,
+    ) -> Plan {
         Plan {
             stat,
             launch: Box::new(f),
