@@ -3,7 +3,9 @@
 //! points (`MPI_X` and `PMPI_X`) of the implemented functions: each converts what
 //! differs between the `int` and large-count forms (a scalar count becomes a `Count`,
 //! an array of counts or displacements an `Ints`) and calls the one implementation,
-//! which checks every argument under its error handler.
+//! which checks every argument under its error handler. Before it, the checks
+//! every function with such an argument makes (`hcomm_core::abi::api::checks`),
+//! written from the parameters' kinds in the description.
 
 #![allow(clippy::too_many_arguments, clippy::missing_safety_doc)]
 
@@ -38,283 +40,1145 @@ entry!(MPIX_GPU_query_support / PMPIX_GPU_query_support(gpu_type: c_int, is_supp
 entry!(MPIX_Query_cuda_support / PMPIX_Query_cuda_support() => api::query_cuda_support());
 entry!(MPI_Abort / PMPI_Abort(comm: c_int, errorcode: c_int) => api::abort(comm, errorcode));
 entry!(MPI_Address / PMPI_Address(location: *const c_void, address: *mut i64) => api::get_address("MPI_Address", location, address));
-entry!(MPI_Allgather / PMPI_Allgather(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int) => api::allgather("MPI_Allgather", sendbuf, Count::from(sendcount), sendtype, recvbuf, Count::from(recvcount), recvtype, comm));
-entry!(MPI_Allgather_c / PMPI_Allgather_c(sendbuf: *const c_void, sendcount: i64, sendtype: c_int, recvbuf: *mut c_void, recvcount: i64, recvtype: c_int, comm: c_int) => api::allgather("MPI_Allgather_c", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm));
-entry!(MPI_Allgather_init / PMPI_Allgather_init(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int, info: c_int, request: *mut c_int) => api::start_persistent("MPI_Allgather_init", comm, info, request, |c| api::plan::allgather(sendbuf, Count::from(sendcount), sendtype, recvbuf, Count::from(recvcount), recvtype, c)));
-entry!(MPI_Allgather_init_c / PMPI_Allgather_init_c(sendbuf: *const c_void, sendcount: i64, sendtype: c_int, recvbuf: *mut c_void, recvcount: i64, recvtype: c_int, comm: c_int, info: c_int, request: *mut c_int) => api::start_persistent("MPI_Allgather_init_c", comm, info, request, |c| api::plan::allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, c)));
-entry!(MPI_Allgatherv / PMPI_Allgatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, comm: c_int) => api::allgatherv("MPI_Allgatherv", sendbuf, Count::from(sendcount), sendtype, recvbuf, Ints::Int(recvcounts), Ints::Int(displs), recvtype, comm));
-entry!(MPI_Allgatherv_c / PMPI_Allgatherv_c(sendbuf: *const c_void, sendcount: i64, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const i64, displs: *const i64, recvtype: c_int, comm: c_int) => api::allgatherv("MPI_Allgatherv_c", sendbuf, sendcount, sendtype, recvbuf, Ints::Long(recvcounts), Ints::Long(displs), recvtype, comm));
-entry!(MPI_Allgatherv_init / PMPI_Allgatherv_init(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, comm: c_int, info: c_int, request: *mut c_int) => api::start_persistent("MPI_Allgatherv_init", comm, info, request, |c| api::plan::allgatherv(sendbuf, Count::from(sendcount), sendtype, recvbuf, Ints::Int(recvcounts), Ints::Int(displs), recvtype, c)));
-entry!(MPI_Allgatherv_init_c / PMPI_Allgatherv_init_c(sendbuf: *const c_void, sendcount: i64, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const i64, displs: *const i64, recvtype: c_int, comm: c_int, info: c_int, request: *mut c_int) => api::start_persistent("MPI_Allgatherv_init_c", comm, info, request, |c| api::plan::allgatherv(sendbuf, sendcount, sendtype, recvbuf, Ints::Long(recvcounts), Ints::Long(displs), recvtype, c)));
+entry!(MPI_Allgather / PMPI_Allgather(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int) => {
+    if sendcount < 0 { return api::checks::negative_count("MPI_Allgather", Some(comm), "sendcount", sendcount); }
+    if recvcount < 0 { return api::checks::negative_count("MPI_Allgather", Some(comm), "recvcount", recvcount); }
+    api::allgather("MPI_Allgather", sendbuf, Count::from(sendcount), sendtype, recvbuf, Count::from(recvcount), recvtype, comm)
+});
+entry!(MPI_Allgather_c / PMPI_Allgather_c(sendbuf: *const c_void, sendcount: i64, sendtype: c_int, recvbuf: *mut c_void, recvcount: i64, recvtype: c_int, comm: c_int) => {
+    if sendcount < 0 { return api::checks::negative_count("MPI_Allgather_c", Some(comm), "sendcount", sendcount); }
+    if recvcount < 0 { return api::checks::negative_count("MPI_Allgather_c", Some(comm), "recvcount", recvcount); }
+    api::allgather("MPI_Allgather_c", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
+});
+entry!(MPI_Allgather_init / PMPI_Allgather_init(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int, info: c_int, request: *mut c_int) => {
+    if sendcount < 0 { return api::checks::negative_count("MPI_Allgather_init", Some(comm), "sendcount", sendcount); }
+    if recvcount < 0 { return api::checks::negative_count("MPI_Allgather_init", Some(comm), "recvcount", recvcount); }
+    if request.is_null() { return api::checks::null("MPI_Allgather_init", Some(comm), "request"); }
+    api::start_persistent("MPI_Allgather_init", comm, info, request, |c| api::plan::allgather(sendbuf, Count::from(sendcount), sendtype, recvbuf, Count::from(recvcount), recvtype, c))
+});
+entry!(MPI_Allgather_init_c / PMPI_Allgather_init_c(sendbuf: *const c_void, sendcount: i64, sendtype: c_int, recvbuf: *mut c_void, recvcount: i64, recvtype: c_int, comm: c_int, info: c_int, request: *mut c_int) => {
+    if sendcount < 0 { return api::checks::negative_count("MPI_Allgather_init_c", Some(comm), "sendcount", sendcount); }
+    if recvcount < 0 { return api::checks::negative_count("MPI_Allgather_init_c", Some(comm), "recvcount", recvcount); }
+    if request.is_null() { return api::checks::null("MPI_Allgather_init_c", Some(comm), "request"); }
+    api::start_persistent("MPI_Allgather_init_c", comm, info, request, |c| api::plan::allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, c))
+});
+entry!(MPI_Allgatherv / PMPI_Allgatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, comm: c_int) => {
+    if sendcount < 0 { return api::checks::negative_count("MPI_Allgatherv", Some(comm), "sendcount", sendcount); }
+    api::allgatherv("MPI_Allgatherv", sendbuf, Count::from(sendcount), sendtype, recvbuf, Ints::Int(recvcounts), Ints::Int(displs), recvtype, comm)
+});
+entry!(MPI_Allgatherv_c / PMPI_Allgatherv_c(sendbuf: *const c_void, sendcount: i64, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const i64, displs: *const i64, recvtype: c_int, comm: c_int) => {
+    if sendcount < 0 { return api::checks::negative_count("MPI_Allgatherv_c", Some(comm), "sendcount", sendcount); }
+    api::allgatherv("MPI_Allgatherv_c", sendbuf, sendcount, sendtype, recvbuf, Ints::Long(recvcounts), Ints::Long(displs), recvtype, comm)
+});
+entry!(MPI_Allgatherv_init / PMPI_Allgatherv_init(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, comm: c_int, info: c_int, request: *mut c_int) => {
+    if sendcount < 0 { return api::checks::negative_count("MPI_Allgatherv_init", Some(comm), "sendcount", sendcount); }
+    if request.is_null() { return api::checks::null("MPI_Allgatherv_init", Some(comm), "request"); }
+    api::start_persistent("MPI_Allgatherv_init", comm, info, request, |c| api::plan::allgatherv(sendbuf, Count::from(sendcount), sendtype, recvbuf, Ints::Int(recvcounts), Ints::Int(displs), recvtype, c))
+});
+entry!(MPI_Allgatherv_init_c / PMPI_Allgatherv_init_c(sendbuf: *const c_void, sendcount: i64, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const i64, displs: *const i64, recvtype: c_int, comm: c_int, info: c_int, request: *mut c_int) => {
+    if sendcount < 0 { return api::checks::negative_count("MPI_Allgatherv_init_c", Some(comm), "sendcount", sendcount); }
+    if request.is_null() { return api::checks::null("MPI_Allgatherv_init_c", Some(comm), "request"); }
+    api::start_persistent("MPI_Allgatherv_init_c", comm, info, request, |c| api::plan::allgatherv(sendbuf, sendcount, sendtype, recvbuf, Ints::Long(recvcounts), Ints::Long(displs), recvtype, c))
+});
 entry!(MPI_Alloc_mem / PMPI_Alloc_mem(size: i64, info: c_int, baseptr: *mut c_void) => api::alloc_mem(size, info, baseptr));
-entry!(MPI_Allreduce / PMPI_Allreduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, comm: c_int) => api::allreduce("MPI_Allreduce", sendbuf, recvbuf, Count::from(count), datatype, op, comm));
-entry!(MPI_Allreduce_c / PMPI_Allreduce_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: c_int, op: c_int, comm: c_int) => api::allreduce("MPI_Allreduce_c", sendbuf, recvbuf, count, datatype, op, comm));
-entry!(MPI_Allreduce_init / PMPI_Allreduce_init(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, comm: c_int, info: c_int, request: *mut c_int) => api::start_persistent("MPI_Allreduce_init", comm, info, request, |c| api::plan::allreduce(sendbuf, recvbuf, Count::from(count), datatype, op, c)));
-entry!(MPI_Allreduce_init_c / PMPI_Allreduce_init_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: c_int, op: c_int, comm: c_int, info: c_int, request: *mut c_int) => api::start_persistent("MPI_Allreduce_init_c", comm, info, request, |c| api::plan::allreduce(sendbuf, recvbuf, count, datatype, op, c)));
-entry!(MPI_Alltoall / PMPI_Alltoall(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int) => api::alltoall("MPI_Alltoall", sendbuf, Count::from(sendcount), sendtype, recvbuf, Count::from(recvcount), recvtype, comm));
-entry!(MPI_Alltoall_c / PMPI_Alltoall_c(sendbuf: *const c_void, sendcount: i64, sendtype: c_int, recvbuf: *mut c_void, recvcount: i64, recvtype: c_int, comm: c_int) => api::alltoall("MPI_Alltoall_c", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm));
-entry!(MPI_Alltoall_init / PMPI_Alltoall_init(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int, info: c_int, request: *mut c_int) => api::start_persistent("MPI_Alltoall_init", comm, info, request, |c| api::plan::alltoall(sendbuf, Count::from(sendcount), sendtype, recvbuf, Count::from(recvcount), recvtype, c)));
-entry!(MPI_Alltoall_init_c / PMPI_Alltoall_init_c(sendbuf: *const c_void, sendcount: i64, sendtype: c_int, recvbuf: *mut c_void, recvcount: i64, recvtype: c_int, comm: c_int, info: c_int, request: *mut c_int) => api::start_persistent("MPI_Alltoall_init_c", comm, info, request, |c| api::plan::alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, c)));
+entry!(MPI_Allreduce / PMPI_Allreduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, comm: c_int) => {
+    if count < 0 { return api::checks::negative_count("MPI_Allreduce", Some(comm), "count", count); }
+    api::allreduce("MPI_Allreduce", sendbuf, recvbuf, Count::from(count), datatype, op, comm)
+});
+entry!(MPI_Allreduce_c / PMPI_Allreduce_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: c_int, op: c_int, comm: c_int) => {
+    if count < 0 { return api::checks::negative_count("MPI_Allreduce_c", Some(comm), "count", count); }
+    api::allreduce("MPI_Allreduce_c", sendbuf, recvbuf, count, datatype, op, comm)
+});
+entry!(MPI_Allreduce_init / PMPI_Allreduce_init(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, comm: c_int, info: c_int, request: *mut c_int) => {
+    if count < 0 { return api::checks::negative_count("MPI_Allreduce_init", Some(comm), "count", count); }
+    if request.is_null() { return api::checks::null("MPI_Allreduce_init", Some(comm), "request"); }
+    api::start_persistent("MPI_Allreduce_init", comm, info, request, |c| api::plan::allreduce(sendbuf, recvbuf, Count::from(count), datatype, op, c))
+});
+entry!(MPI_Allreduce_init_c / PMPI_Allreduce_init_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: c_int, op: c_int, comm: c_int, info: c_int, request: *mut c_int) => {
+    if count < 0 { return api::checks::negative_count("MPI_Allreduce_init_c", Some(comm), "count", count); }
+    if request.is_null() { return api::checks::null("MPI_Allreduce_init_c", Some(comm), "request"); }
+    api::start_persistent("MPI_Allreduce_init_c", comm, info, request, |c| api::plan::allreduce(sendbuf, recvbuf, count, datatype, op, c))
+});
+entry!(MPI_Alltoall / PMPI_Alltoall(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int) => {
+    if sendcount < 0 { return api::checks::negative_count("MPI_Alltoall", Some(comm), "sendcount", sendcount); }
+    if recvcount < 0 { return api::checks::negative_count("MPI_Alltoall", Some(comm), "recvcount", recvcount); }
+    api::alltoall("MPI_Alltoall", sendbuf, Count::from(sendcount), sendtype, recvbuf, Count::from(recvcount), recvtype, comm)
+});
+entry!(MPI_Alltoall_c / PMPI_Alltoall_c(sendbuf: *const c_void, sendcount: i64, sendtype: c_int, recvbuf: *mut c_void, recvcount: i64, recvtype: c_int, comm: c_int) => {
+    if sendcount < 0 { return api::checks::negative_count("MPI_Alltoall_c", Some(comm), "sendcount", sendcount); }
+    if recvcount < 0 { return api::checks::negative_count("MPI_Alltoall_c", Some(comm), "recvcount", recvcount); }
+    api::alltoall("MPI_Alltoall_c", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm)
+});
+entry!(MPI_Alltoall_init / PMPI_Alltoall_init(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int, info: c_int, request: *mut c_int) => {
+    if sendcount < 0 { return api::checks::negative_count("MPI_Alltoall_init", Some(comm), "sendcount", sendcount); }
+    if recvcount < 0 { return api::checks::negative_count("MPI_Alltoall_init", Some(comm), "recvcount", recvcount); }
+    if request.is_null() { return api::checks::null("MPI_Alltoall_init", Some(comm), "request"); }
+    api::start_persistent("MPI_Alltoall_init", comm, info, request, |c| api::plan::alltoall(sendbuf, Count::from(sendcount), sendtype, recvbuf, Count::from(recvcount), recvtype, c))
+});
+entry!(MPI_Alltoall_init_c / PMPI_Alltoall_init_c(sendbuf: *const c_void, sendcount: i64, sendtype: c_int, recvbuf: *mut c_void, recvcount: i64, recvtype: c_int, comm: c_int, info: c_int, request: *mut c_int) => {
+    if sendcount < 0 { return api::checks::negative_count("MPI_Alltoall_init_c", Some(comm), "sendcount", sendcount); }
+    if recvcount < 0 { return api::checks::negative_count("MPI_Alltoall_init_c", Some(comm), "recvcount", recvcount); }
+    if request.is_null() { return api::checks::null("MPI_Alltoall_init_c", Some(comm), "request"); }
+    api::start_persistent("MPI_Alltoall_init_c", comm, info, request, |c| api::plan::alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, c))
+});
 entry!(MPI_Alltoallv / PMPI_Alltoallv(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: c_int, comm: c_int) => api::alltoallv("MPI_Alltoallv", sendbuf, Ints::Int(sendcounts), Ints::Int(sdispls), sendtype, recvbuf, Ints::Int(recvcounts), Ints::Int(rdispls), recvtype, comm));
 entry!(MPI_Alltoallv_c / PMPI_Alltoallv_c(sendbuf: *const c_void, sendcounts: *const i64, sdispls: *const i64, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const i64, rdispls: *const i64, recvtype: c_int, comm: c_int) => api::alltoallv("MPI_Alltoallv_c", sendbuf, Ints::Long(sendcounts), Ints::Long(sdispls), sendtype, recvbuf, Ints::Long(recvcounts), Ints::Long(rdispls), recvtype, comm));
-entry!(MPI_Alltoallv_init / PMPI_Alltoallv_init(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: c_int, comm: c_int, info: c_int, request: *mut c_int) => api::start_persistent("MPI_Alltoallv_init", comm, info, request, |c| api::plan::alltoallv(sendbuf, Ints::Int(sendcounts), Ints::Int(sdispls), sendtype, recvbuf, Ints::Int(recvcounts), Ints::Int(rdispls), recvtype, c)));
-entry!(MPI_Alltoallv_init_c / PMPI_Alltoallv_init_c(sendbuf: *const c_void, sendcounts: *const i64, sdispls: *const i64, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const i64, rdispls: *const i64, recvtype: c_int, comm: c_int, info: c_int, request: *mut c_int) => api::start_persistent("MPI_Alltoallv_init_c", comm, info, request, |c| api::plan::alltoallv(sendbuf, Ints::Long(sendcounts), Ints::Long(sdispls), sendtype, recvbuf, Ints::Long(recvcounts), Ints::Long(rdispls), recvtype, c)));
+entry!(MPI_Alltoallv_init / PMPI_Alltoallv_init(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: c_int, comm: c_int, info: c_int, request: *mut c_int) => {
+    if request.is_null() { return api::checks::null("MPI_Alltoallv_init", Some(comm), "request"); }
+    api::start_persistent("MPI_Alltoallv_init", comm, info, request, |c| api::plan::alltoallv(sendbuf, Ints::Int(sendcounts), Ints::Int(sdispls), sendtype, recvbuf, Ints::Int(recvcounts), Ints::Int(rdispls), recvtype, c))
+});
+entry!(MPI_Alltoallv_init_c / PMPI_Alltoallv_init_c(sendbuf: *const c_void, sendcounts: *const i64, sdispls: *const i64, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const i64, rdispls: *const i64, recvtype: c_int, comm: c_int, info: c_int, request: *mut c_int) => {
+    if request.is_null() { return api::checks::null("MPI_Alltoallv_init_c", Some(comm), "request"); }
+    api::start_persistent("MPI_Alltoallv_init_c", comm, info, request, |c| api::plan::alltoallv(sendbuf, Ints::Long(sendcounts), Ints::Long(sdispls), sendtype, recvbuf, Ints::Long(recvcounts), Ints::Long(rdispls), recvtype, c))
+});
 entry!(MPI_Alltoallw / PMPI_Alltoallw(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const c_int, comm: c_int) => api::alltoallw("MPI_Alltoallw", sendbuf, Ints::Int(sendcounts), Ints::Int(sdispls), sendtypes, recvbuf, Ints::Int(recvcounts), Ints::Int(rdispls), recvtypes, comm));
 entry!(MPI_Alltoallw_c / PMPI_Alltoallw_c(sendbuf: *const c_void, sendcounts: *const i64, sdispls: *const i64, sendtypes: *const c_int, recvbuf: *mut c_void, recvcounts: *const i64, rdispls: *const i64, recvtypes: *const c_int, comm: c_int) => api::alltoallw("MPI_Alltoallw_c", sendbuf, Ints::Long(sendcounts), Ints::Long(sdispls), sendtypes, recvbuf, Ints::Long(recvcounts), Ints::Long(rdispls), recvtypes, comm));
-entry!(MPI_Alltoallw_init / PMPI_Alltoallw_init(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const c_int, comm: c_int, info: c_int, request: *mut c_int) => api::start_persistent("MPI_Alltoallw_init", comm, info, request, |c| api::plan::alltoallw(sendbuf, Ints::Int(sendcounts), Ints::Int(sdispls), sendtypes, recvbuf, Ints::Int(recvcounts), Ints::Int(rdispls), recvtypes, c)));
-entry!(MPI_Alltoallw_init_c / PMPI_Alltoallw_init_c(sendbuf: *const c_void, sendcounts: *const i64, sdispls: *const i64, sendtypes: *const c_int, recvbuf: *mut c_void, recvcounts: *const i64, rdispls: *const i64, recvtypes: *const c_int, comm: c_int, info: c_int, request: *mut c_int) => api::start_persistent("MPI_Alltoallw_init_c", comm, info, request, |c| api::plan::alltoallw(sendbuf, Ints::Long(sendcounts), Ints::Long(sdispls), sendtypes, recvbuf, Ints::Long(recvcounts), Ints::Long(rdispls), recvtypes, c)));
+entry!(MPI_Alltoallw_init / PMPI_Alltoallw_init(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const c_int, comm: c_int, info: c_int, request: *mut c_int) => {
+    if request.is_null() { return api::checks::null("MPI_Alltoallw_init", Some(comm), "request"); }
+    api::start_persistent("MPI_Alltoallw_init", comm, info, request, |c| api::plan::alltoallw(sendbuf, Ints::Int(sendcounts), Ints::Int(sdispls), sendtypes, recvbuf, Ints::Int(recvcounts), Ints::Int(rdispls), recvtypes, c))
+});
+entry!(MPI_Alltoallw_init_c / PMPI_Alltoallw_init_c(sendbuf: *const c_void, sendcounts: *const i64, sdispls: *const i64, sendtypes: *const c_int, recvbuf: *mut c_void, recvcounts: *const i64, rdispls: *const i64, recvtypes: *const c_int, comm: c_int, info: c_int, request: *mut c_int) => {
+    if request.is_null() { return api::checks::null("MPI_Alltoallw_init_c", Some(comm), "request"); }
+    api::start_persistent("MPI_Alltoallw_init_c", comm, info, request, |c| api::plan::alltoallw(sendbuf, Ints::Long(sendcounts), Ints::Long(sdispls), sendtypes, recvbuf, Ints::Long(recvcounts), Ints::Long(rdispls), recvtypes, c))
+});
 entry!(MPI_Barrier / PMPI_Barrier(comm: c_int) => api::barrier(comm));
-entry!(MPI_Barrier_init / PMPI_Barrier_init(comm: c_int, info: c_int, request: *mut c_int) => api::start_persistent("MPI_Barrier_init", comm, info, request, |c| api::plan::barrier(c)));
-entry!(MPI_Bcast / PMPI_Bcast(buffer: *mut c_void, count: c_int, datatype: c_int, root: c_int, comm: c_int) => api::bcast("MPI_Bcast", buffer, Count::from(count), datatype, root, comm));
-entry!(MPI_Bcast_c / PMPI_Bcast_c(buffer: *mut c_void, count: i64, datatype: c_int, root: c_int, comm: c_int) => api::bcast("MPI_Bcast_c", buffer, count, datatype, root, comm));
-entry!(MPI_Bcast_init / PMPI_Bcast_init(buffer: *mut c_void, count: c_int, datatype: c_int, root: c_int, comm: c_int, info: c_int, request: *mut c_int) => api::start_persistent("MPI_Bcast_init", comm, info, request, |c| api::plan::bcast(buffer, Count::from(count), datatype, root, c)));
-entry!(MPI_Bcast_init_c / PMPI_Bcast_init_c(buffer: *mut c_void, count: i64, datatype: c_int, root: c_int, comm: c_int, info: c_int, request: *mut c_int) => api::start_persistent("MPI_Bcast_init_c", comm, info, request, |c| api::plan::bcast(buffer, count, datatype, root, c)));
-entry!(MPI_Bsend / PMPI_Bsend(buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int) => api::bsend("MPI_Bsend", buf, Count::from(count), datatype, dest, tag, comm));
-entry!(MPI_Bsend_c / PMPI_Bsend_c(buf: *const c_void, count: i64, datatype: c_int, dest: c_int, tag: c_int, comm: c_int) => api::bsend("MPI_Bsend_c", buf, count, datatype, dest, tag, comm));
-entry!(MPI_Buffer_attach / PMPI_Buffer_attach(buffer: *mut c_void, size: c_int) => api::buffer_attach("MPI_Buffer_attach", buffer, Count::from(size)));
-entry!(MPI_Buffer_attach_c / PMPI_Buffer_attach_c(buffer: *mut c_void, size: i64) => api::buffer_attach("MPI_Buffer_attach_c", buffer, size));
+entry!(MPI_Barrier_init / PMPI_Barrier_init(comm: c_int, info: c_int, request: *mut c_int) => {
+    if request.is_null() { return api::checks::null("MPI_Barrier_init", Some(comm), "request"); }
+    api::start_persistent("MPI_Barrier_init", comm, info, request, |c| api::plan::barrier(c))
+});
+entry!(MPI_Bcast / PMPI_Bcast(buffer: *mut c_void, count: c_int, datatype: c_int, root: c_int, comm: c_int) => {
+    if count < 0 { return api::checks::negative_count("MPI_Bcast", Some(comm), "count", count); }
+    api::bcast("MPI_Bcast", buffer, Count::from(count), datatype, root, comm)
+});
+entry!(MPI_Bcast_c / PMPI_Bcast_c(buffer: *mut c_void, count: i64, datatype: c_int, root: c_int, comm: c_int) => {
+    if count < 0 { return api::checks::negative_count("MPI_Bcast_c", Some(comm), "count", count); }
+    api::bcast("MPI_Bcast_c", buffer, count, datatype, root, comm)
+});
+entry!(MPI_Bcast_init / PMPI_Bcast_init(buffer: *mut c_void, count: c_int, datatype: c_int, root: c_int, comm: c_int, info: c_int, request: *mut c_int) => {
+    if count < 0 { return api::checks::negative_count("MPI_Bcast_init", Some(comm), "count", count); }
+    if request.is_null() { return api::checks::null("MPI_Bcast_init", Some(comm), "request"); }
+    api::start_persistent("MPI_Bcast_init", comm, info, request, |c| api::plan::bcast(buffer, Count::from(count), datatype, root, c))
+});
+entry!(MPI_Bcast_init_c / PMPI_Bcast_init_c(buffer: *mut c_void, count: i64, datatype: c_int, root: c_int, comm: c_int, info: c_int, request: *mut c_int) => {
+    if count < 0 { return api::checks::negative_count("MPI_Bcast_init_c", Some(comm), "count", count); }
+    if request.is_null() { return api::checks::null("MPI_Bcast_init_c", Some(comm), "request"); }
+    api::start_persistent("MPI_Bcast_init_c", comm, info, request, |c| api::plan::bcast(buffer, count, datatype, root, c))
+});
+entry!(MPI_Bsend / PMPI_Bsend(buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int) => {
+    if count < 0 { return api::checks::negative_count("MPI_Bsend", Some(comm), "count", count); }
+    api::bsend("MPI_Bsend", buf, Count::from(count), datatype, dest, tag, comm)
+});
+entry!(MPI_Bsend_c / PMPI_Bsend_c(buf: *const c_void, count: i64, datatype: c_int, dest: c_int, tag: c_int, comm: c_int) => {
+    if count < 0 { return api::checks::negative_count("MPI_Bsend_c", Some(comm), "count", count); }
+    api::bsend("MPI_Bsend_c", buf, count, datatype, dest, tag, comm)
+});
+entry!(MPI_Buffer_attach / PMPI_Buffer_attach(buffer: *mut c_void, size: c_int) => {
+    if size < 0 { return api::checks::negative_arg("MPI_Buffer_attach", None, "size", size); }
+    api::buffer_attach("MPI_Buffer_attach", buffer, Count::from(size))
+});
+entry!(MPI_Buffer_attach_c / PMPI_Buffer_attach_c(buffer: *mut c_void, size: i64) => {
+    if size < 0 { return api::checks::negative_arg("MPI_Buffer_attach_c", None, "size", size); }
+    api::buffer_attach("MPI_Buffer_attach_c", buffer, size)
+});
 entry!(MPI_Buffer_flush / PMPI_Buffer_flush() => api::buffer_flush("MPI_Buffer_flush"));
-entry!(MPI_Buffer_iflush / PMPI_Buffer_iflush(request: *mut c_int) => api::buffer_iflush("MPI_Buffer_iflush", request));
-entry!(MPI_Cancel / PMPI_Cancel(request: *mut c_int) => api::cancel(request));
+entry!(MPI_Buffer_iflush / PMPI_Buffer_iflush(request: *mut c_int) => {
+    if request.is_null() { return api::checks::null("MPI_Buffer_iflush", None, "request"); }
+    api::buffer_iflush("MPI_Buffer_iflush", request)
+});
+entry!(MPI_Cancel / PMPI_Cancel(request: *mut c_int) => {
+    if request.is_null() { return api::checks::null("MPI_Cancel", None, "request"); }
+    api::cancel(request)
+});
 entry!(MPI_Cart_coords / PMPI_Cart_coords(comm: c_int, rank: c_int, maxdims: c_int, coords: *mut c_int) => api::cart_coords(comm, rank, maxdims, coords));
-entry!(MPI_Cart_create / PMPI_Cart_create(comm_old: c_int, ndims: c_int, dims: *const c_int, periods: *const c_int, reorder: c_int, comm_cart: *mut c_int) => api::cart_create(comm_old, ndims, dims, periods, reorder, comm_cart));
+entry!(MPI_Cart_create / PMPI_Cart_create(comm_old: c_int, ndims: c_int, dims: *const c_int, periods: *const c_int, reorder: c_int, comm_cart: *mut c_int) => {
+    if comm_cart.is_null() { return api::checks::null("MPI_Cart_create", Some(comm_old), "comm_cart"); }
+    api::cart_create(comm_old, ndims, dims, periods, reorder, comm_cart)
+});
 entry!(MPI_Cart_get / PMPI_Cart_get(comm: c_int, maxdims: c_int, dims: *mut c_int, periods: *mut c_int, coords: *mut c_int) => api::cart_get(comm, maxdims, dims, periods, coords));
-entry!(MPI_Cart_map / PMPI_Cart_map(comm: c_int, ndims: c_int, dims: *const c_int, periods: *const c_int, newrank: *mut c_int) => api::cart_map(comm, ndims, dims, periods, newrank));
-entry!(MPI_Cart_rank / PMPI_Cart_rank(comm: c_int, coords: *const c_int, rank: *mut c_int) => api::cart_rank(comm, coords, rank));
-entry!(MPI_Cart_shift / PMPI_Cart_shift(comm: c_int, direction: c_int, disp: c_int, rank_source: *mut c_int, rank_dest: *mut c_int) => api::cart_shift(comm, direction, disp, rank_source, rank_dest));
-entry!(MPI_Cart_sub / PMPI_Cart_sub(comm: c_int, remain_dims: *const c_int, newcomm: *mut c_int) => api::cart_sub(comm, remain_dims, newcomm));
-entry!(MPI_Cartdim_get / PMPI_Cartdim_get(comm: c_int, ndims: *mut c_int) => api::cartdim_get(comm, ndims));
-entry!(MPI_Comm_attach_buffer / PMPI_Comm_attach_buffer(comm: c_int, buffer: *mut c_void, size: c_int) => api::comm_attach_buffer("MPI_Comm_attach_buffer", comm, buffer, Count::from(size)));
-entry!(MPI_Comm_attach_buffer_c / PMPI_Comm_attach_buffer_c(comm: c_int, buffer: *mut c_void, size: i64) => api::comm_attach_buffer("MPI_Comm_attach_buffer_c", comm, buffer, size));
+entry!(MPI_Cart_map / PMPI_Cart_map(comm: c_int, ndims: c_int, dims: *const c_int, periods: *const c_int, newrank: *mut c_int) => {
+    if newrank.is_null() { return api::checks::null("MPI_Cart_map", Some(comm), "newrank"); }
+    api::cart_map(comm, ndims, dims, periods, newrank)
+});
+entry!(MPI_Cart_rank / PMPI_Cart_rank(comm: c_int, coords: *const c_int, rank: *mut c_int) => {
+    if rank.is_null() { return api::checks::null("MPI_Cart_rank", Some(comm), "rank"); }
+    api::cart_rank(comm, coords, rank)
+});
+entry!(MPI_Cart_shift / PMPI_Cart_shift(comm: c_int, direction: c_int, disp: c_int, rank_source: *mut c_int, rank_dest: *mut c_int) => {
+    if rank_source.is_null() { return api::checks::null("MPI_Cart_shift", Some(comm), "rank_source"); }
+    if rank_dest.is_null() { return api::checks::null("MPI_Cart_shift", Some(comm), "rank_dest"); }
+    api::cart_shift(comm, direction, disp, rank_source, rank_dest)
+});
+entry!(MPI_Cart_sub / PMPI_Cart_sub(comm: c_int, remain_dims: *const c_int, newcomm: *mut c_int) => {
+    if newcomm.is_null() { return api::checks::null("MPI_Cart_sub", Some(comm), "newcomm"); }
+    api::cart_sub(comm, remain_dims, newcomm)
+});
+entry!(MPI_Cartdim_get / PMPI_Cartdim_get(comm: c_int, ndims: *mut c_int) => {
+    if ndims.is_null() { return api::checks::null("MPI_Cartdim_get", Some(comm), "ndims"); }
+    api::cartdim_get(comm, ndims)
+});
+entry!(MPI_Comm_attach_buffer / PMPI_Comm_attach_buffer(comm: c_int, buffer: *mut c_void, size: c_int) => {
+    if size < 0 { return api::checks::negative_arg("MPI_Comm_attach_buffer", Some(comm), "size", size); }
+    api::comm_attach_buffer("MPI_Comm_attach_buffer", comm, buffer, Count::from(size))
+});
+entry!(MPI_Comm_attach_buffer_c / PMPI_Comm_attach_buffer_c(comm: c_int, buffer: *mut c_void, size: i64) => {
+    if size < 0 { return api::checks::negative_arg("MPI_Comm_attach_buffer_c", Some(comm), "size", size); }
+    api::comm_attach_buffer("MPI_Comm_attach_buffer_c", comm, buffer, size)
+});
 entry!(MPI_Comm_call_errhandler / PMPI_Comm_call_errhandler(comm: c_int, errorcode: c_int) => api::comm_call_errhandler(comm, errorcode));
-entry!(MPI_Comm_compare / PMPI_Comm_compare(comm1: c_int, comm2: c_int, result: *mut c_int) => api::comm_compare(comm1, comm2, result));
-entry!(MPI_Comm_create / PMPI_Comm_create(comm: c_int, group: c_int, newcomm: *mut c_int) => api::comm_create(comm, group, newcomm));
-entry!(MPI_Comm_create_errhandler / PMPI_Comm_create_errhandler(comm_errhandler_fn: Option<CommErrhandlerFn>, errhandler: *mut c_int) => api::comm_create_errhandler(comm_errhandler_fn, errhandler));
-entry!(MPI_Comm_create_from_group / PMPI_Comm_create_from_group(group: c_int, stringtag: *const c_char, info: c_int, errhandler: c_int, newcomm: *mut c_int) => api::comm_create_from_group("MPI_Comm_create_from_group", group, stringtag, info, errhandler, newcomm));
-entry!(MPI_Comm_create_group / PMPI_Comm_create_group(comm: c_int, group: c_int, tag: c_int, newcomm: *mut c_int) => api::comm_create_group("MPI_Comm_create_group", comm, group, tag, newcomm));
-entry!(MPI_Comm_dup / PMPI_Comm_dup(comm: c_int, newcomm: *mut c_int) => api::comm_dup(comm, newcomm));
-entry!(MPI_Comm_dup_with_info / PMPI_Comm_dup_with_info(comm: c_int, info: c_int, newcomm: *mut c_int) => api::comm_dup_with_info("MPI_Comm_dup_with_info", comm, info, newcomm));
+entry!(MPI_Comm_compare / PMPI_Comm_compare(comm1: c_int, comm2: c_int, result: *mut c_int) => {
+    if result.is_null() { return api::checks::null("MPI_Comm_compare", Some(comm1), "result"); }
+    api::comm_compare(comm1, comm2, result)
+});
+entry!(MPI_Comm_create / PMPI_Comm_create(comm: c_int, group: c_int, newcomm: *mut c_int) => {
+    if newcomm.is_null() { return api::checks::null("MPI_Comm_create", Some(comm), "newcomm"); }
+    api::comm_create(comm, group, newcomm)
+});
+entry!(MPI_Comm_create_errhandler / PMPI_Comm_create_errhandler(comm_errhandler_fn: Option<CommErrhandlerFn>, errhandler: *mut c_int) => {
+    if errhandler.is_null() { return api::checks::null("MPI_Comm_create_errhandler", None, "errhandler"); }
+    api::comm_create_errhandler(comm_errhandler_fn, errhandler)
+});
+entry!(MPI_Comm_create_from_group / PMPI_Comm_create_from_group(group: c_int, stringtag: *const c_char, info: c_int, errhandler: c_int, newcomm: *mut c_int) => {
+    if newcomm.is_null() { return api::checks::null("MPI_Comm_create_from_group", None, "newcomm"); }
+    api::comm_create_from_group("MPI_Comm_create_from_group", group, stringtag, info, errhandler, newcomm)
+});
+entry!(MPI_Comm_create_group / PMPI_Comm_create_group(comm: c_int, group: c_int, tag: c_int, newcomm: *mut c_int) => {
+    if newcomm.is_null() { return api::checks::null("MPI_Comm_create_group", Some(comm), "newcomm"); }
+    api::comm_create_group("MPI_Comm_create_group", comm, group, tag, newcomm)
+});
+entry!(MPI_Comm_dup / PMPI_Comm_dup(comm: c_int, newcomm: *mut c_int) => {
+    if newcomm.is_null() { return api::checks::null("MPI_Comm_dup", Some(comm), "newcomm"); }
+    api::comm_dup(comm, newcomm)
+});
+entry!(MPI_Comm_dup_with_info / PMPI_Comm_dup_with_info(comm: c_int, info: c_int, newcomm: *mut c_int) => {
+    if newcomm.is_null() { return api::checks::null("MPI_Comm_dup_with_info", Some(comm), "newcomm"); }
+    api::comm_dup_with_info("MPI_Comm_dup_with_info", comm, info, newcomm)
+});
 entry!(MPI_Comm_flush_buffer / PMPI_Comm_flush_buffer(comm: c_int) => api::comm_flush_buffer("MPI_Comm_flush_buffer", comm));
-entry!(MPI_Comm_free / PMPI_Comm_free(comm: *mut c_int) => api::comm_free(comm));
-entry!(MPI_Comm_get_attr / PMPI_Comm_get_attr(comm: c_int, comm_keyval: c_int, attribute_val: *mut c_void, flag: *mut c_int) => api::comm_get_attr(comm, comm_keyval, attribute_val, flag));
-entry!(MPI_Comm_get_errhandler / PMPI_Comm_get_errhandler(comm: c_int, errhandler: *mut c_int) => api::comm_get_errhandler(comm, errhandler));
-entry!(MPI_Comm_get_info / PMPI_Comm_get_info(comm: c_int, info_used: *mut c_int) => api::info::comm_get_info(comm, info_used));
-entry!(MPI_Comm_get_name / PMPI_Comm_get_name(comm: c_int, comm_name: *mut c_char, resultlen: *mut c_int) => api::comm_get_name(comm, comm_name, resultlen));
-entry!(MPI_Comm_get_parent / PMPI_Comm_get_parent(parent: *mut c_int) => api::comm_get_parent(parent));
-entry!(MPI_Comm_group / PMPI_Comm_group(comm: c_int, group: *mut c_int) => api::comm_group(comm, group));
-entry!(MPI_Comm_idup / PMPI_Comm_idup(comm: c_int, newcomm: *mut c_int, request: *mut c_int) => api::comm_idup("MPI_Comm_idup", comm, newcomm, request));
-entry!(MPI_Comm_idup_with_info / PMPI_Comm_idup_with_info(comm: c_int, info: c_int, newcomm: *mut c_int, request: *mut c_int) => api::comm_idup_with_info("MPI_Comm_idup_with_info", comm, info, newcomm, request));
-entry!(MPI_Comm_iflush_buffer / PMPI_Comm_iflush_buffer(comm: c_int, request: *mut c_int) => api::comm_iflush_buffer("MPI_Comm_iflush_buffer", comm, request));
-entry!(MPI_Comm_rank / PMPI_Comm_rank(comm: c_int, rank: *mut c_int) => api::comm_rank(comm, rank));
-entry!(MPI_Comm_remote_group / PMPI_Comm_remote_group(comm: c_int, group: *mut c_int) => api::comm_remote_group(comm, group));
-entry!(MPI_Comm_remote_size / PMPI_Comm_remote_size(comm: c_int, size: *mut c_int) => api::comm_remote_size(comm, size));
+entry!(MPI_Comm_free / PMPI_Comm_free(comm: *mut c_int) => {
+    if comm.is_null() { return api::checks::null("MPI_Comm_free", None, "comm"); }
+    api::comm_free(comm)
+});
+entry!(MPI_Comm_get_attr / PMPI_Comm_get_attr(comm: c_int, comm_keyval: c_int, attribute_val: *mut c_void, flag: *mut c_int) => {
+    if flag.is_null() { return api::checks::null("MPI_Comm_get_attr", Some(comm), "flag"); }
+    api::comm_get_attr(comm, comm_keyval, attribute_val, flag)
+});
+entry!(MPI_Comm_get_errhandler / PMPI_Comm_get_errhandler(comm: c_int, errhandler: *mut c_int) => {
+    if errhandler.is_null() { return api::checks::null("MPI_Comm_get_errhandler", Some(comm), "errhandler"); }
+    api::comm_get_errhandler(comm, errhandler)
+});
+entry!(MPI_Comm_get_info / PMPI_Comm_get_info(comm: c_int, info_used: *mut c_int) => {
+    if info_used.is_null() { return api::checks::null("MPI_Comm_get_info", Some(comm), "info_used"); }
+    api::info::comm_get_info(comm, info_used)
+});
+entry!(MPI_Comm_get_name / PMPI_Comm_get_name(comm: c_int, comm_name: *mut c_char, resultlen: *mut c_int) => {
+    if resultlen.is_null() { return api::checks::null("MPI_Comm_get_name", Some(comm), "resultlen"); }
+    api::comm_get_name(comm, comm_name, resultlen)
+});
+entry!(MPI_Comm_get_parent / PMPI_Comm_get_parent(parent: *mut c_int) => {
+    if parent.is_null() { return api::checks::null("MPI_Comm_get_parent", None, "parent"); }
+    api::comm_get_parent(parent)
+});
+entry!(MPI_Comm_group / PMPI_Comm_group(comm: c_int, group: *mut c_int) => {
+    if group.is_null() { return api::checks::null("MPI_Comm_group", Some(comm), "group"); }
+    api::comm_group(comm, group)
+});
+entry!(MPI_Comm_idup / PMPI_Comm_idup(comm: c_int, newcomm: *mut c_int, request: *mut c_int) => {
+    if newcomm.is_null() { return api::checks::null("MPI_Comm_idup", Some(comm), "newcomm"); }
+    if request.is_null() { return api::checks::null("MPI_Comm_idup", Some(comm), "request"); }
+    api::comm_idup("MPI_Comm_idup", comm, newcomm, request)
+});
+entry!(MPI_Comm_idup_with_info / PMPI_Comm_idup_with_info(comm: c_int, info: c_int, newcomm: *mut c_int, request: *mut c_int) => {
+    if newcomm.is_null() { return api::checks::null("MPI_Comm_idup_with_info", Some(comm), "newcomm"); }
+    if request.is_null() { return api::checks::null("MPI_Comm_idup_with_info", Some(comm), "request"); }
+    api::comm_idup_with_info("MPI_Comm_idup_with_info", comm, info, newcomm, request)
+});
+entry!(MPI_Comm_iflush_buffer / PMPI_Comm_iflush_buffer(comm: c_int, request: *mut c_int) => {
+    if request.is_null() { return api::checks::null("MPI_Comm_iflush_buffer", Some(comm), "request"); }
+    api::comm_iflush_buffer("MPI_Comm_iflush_buffer", comm, request)
+});
+entry!(MPI_Comm_rank / PMPI_Comm_rank(comm: c_int, rank: *mut c_int) => {
+    if rank.is_null() { return api::checks::null("MPI_Comm_rank", Some(comm), "rank"); }
+    api::comm_rank(comm, rank)
+});
+entry!(MPI_Comm_remote_group / PMPI_Comm_remote_group(comm: c_int, group: *mut c_int) => {
+    if group.is_null() { return api::checks::null("MPI_Comm_remote_group", Some(comm), "group"); }
+    api::comm_remote_group(comm, group)
+});
+entry!(MPI_Comm_remote_size / PMPI_Comm_remote_size(comm: c_int, size: *mut c_int) => {
+    if size.is_null() { return api::checks::null("MPI_Comm_remote_size", Some(comm), "size"); }
+    api::comm_remote_size(comm, size)
+});
 entry!(MPI_Comm_set_errhandler / PMPI_Comm_set_errhandler(comm: c_int, errhandler: c_int) => api::comm_set_errhandler(comm, errhandler));
 entry!(MPI_Comm_set_info / PMPI_Comm_set_info(comm: c_int, info: c_int) => api::info::comm_set_info(comm, info));
 entry!(MPI_Comm_set_name / PMPI_Comm_set_name(comm: c_int, comm_name: *const c_char) => api::comm_set_name(comm, comm_name));
-entry!(MPI_Comm_size / PMPI_Comm_size(comm: c_int, size: *mut c_int) => api::comm_size(comm, size));
-entry!(MPI_Comm_split / PMPI_Comm_split(comm: c_int, color: c_int, key: c_int, newcomm: *mut c_int) => api::comm_split(comm, color, key, newcomm));
-entry!(MPI_Comm_split_type / PMPI_Comm_split_type(comm: c_int, split_type: c_int, key: c_int, info: c_int, newcomm: *mut c_int) => api::comm_split_type(comm, split_type, key, info, newcomm));
-entry!(MPI_Comm_test_inter / PMPI_Comm_test_inter(comm: c_int, flag: *mut c_int) => api::comm_test_inter(comm, flag));
+entry!(MPI_Comm_size / PMPI_Comm_size(comm: c_int, size: *mut c_int) => {
+    if size.is_null() { return api::checks::null("MPI_Comm_size", Some(comm), "size"); }
+    api::comm_size(comm, size)
+});
+entry!(MPI_Comm_split / PMPI_Comm_split(comm: c_int, color: c_int, key: c_int, newcomm: *mut c_int) => {
+    if newcomm.is_null() { return api::checks::null("MPI_Comm_split", Some(comm), "newcomm"); }
+    api::comm_split(comm, color, key, newcomm)
+});
+entry!(MPI_Comm_split_type / PMPI_Comm_split_type(comm: c_int, split_type: c_int, key: c_int, info: c_int, newcomm: *mut c_int) => {
+    if newcomm.is_null() { return api::checks::null("MPI_Comm_split_type", Some(comm), "newcomm"); }
+    api::comm_split_type(comm, split_type, key, info, newcomm)
+});
+entry!(MPI_Comm_test_inter / PMPI_Comm_test_inter(comm: c_int, flag: *mut c_int) => {
+    if flag.is_null() { return api::checks::null("MPI_Comm_test_inter", Some(comm), "flag"); }
+    api::comm_test_inter(comm, flag)
+});
 entry!(MPI_Dims_create / PMPI_Dims_create(nnodes: c_int, ndims: c_int, dims: *mut c_int) => api::dims_create(nnodes, ndims, dims));
-entry!(MPI_Dist_graph_create / PMPI_Dist_graph_create(comm_old: c_int, n: c_int, sources: *const c_int, degrees: *const c_int, destinations: *const c_int, weights: *const c_int, info: c_int, reorder: c_int, comm_dist_graph: *mut c_int) => api::dist_graph_create(comm_old, n, sources, degrees, destinations, weights, info, reorder, comm_dist_graph));
-entry!(MPI_Dist_graph_create_adjacent / PMPI_Dist_graph_create_adjacent(comm_old: c_int, indegree: c_int, sources: *const c_int, sourceweights: *const c_int, outdegree: c_int, destinations: *const c_int, destweights: *const c_int, info: c_int, reorder: c_int, comm_dist_graph: *mut c_int) => api::dist_graph_create_adjacent(comm_old, indegree, sources, sourceweights, outdegree, destinations, destweights, info, reorder, comm_dist_graph));
-entry!(MPI_Dist_graph_neighbors / PMPI_Dist_graph_neighbors(comm: c_int, maxindegree: c_int, sources: *mut c_int, sourceweights: *mut c_int, maxoutdegree: c_int, destinations: *mut c_int, destweights: *mut c_int) => api::dist_graph_neighbors(comm, maxindegree, sources, sourceweights, maxoutdegree, destinations, destweights));
-entry!(MPI_Dist_graph_neighbors_count / PMPI_Dist_graph_neighbors_count(comm: c_int, indegree: *mut c_int, outdegree: *mut c_int, weighted: *mut c_int) => api::dist_graph_neighbors_count(comm, indegree, outdegree, weighted));
-entry!(MPI_Errhandler_free / PMPI_Errhandler_free(errhandler: *mut c_int) => api::errhandler_free(errhandler));
+entry!(MPI_Dist_graph_create / PMPI_Dist_graph_create(comm_old: c_int, n: c_int, sources: *const c_int, degrees: *const c_int, destinations: *const c_int, weights: *const c_int, info: c_int, reorder: c_int, comm_dist_graph: *mut c_int) => {
+    if n < 0 { return api::checks::negative_arg("MPI_Dist_graph_create", Some(comm_old), "n", n); }
+    if comm_dist_graph.is_null() { return api::checks::null("MPI_Dist_graph_create", Some(comm_old), "comm_dist_graph"); }
+    api::dist_graph_create(comm_old, n, sources, degrees, destinations, weights, info, reorder, comm_dist_graph)
+});
+entry!(MPI_Dist_graph_create_adjacent / PMPI_Dist_graph_create_adjacent(comm_old: c_int, indegree: c_int, sources: *const c_int, sourceweights: *const c_int, outdegree: c_int, destinations: *const c_int, destweights: *const c_int, info: c_int, reorder: c_int, comm_dist_graph: *mut c_int) => {
+    if comm_dist_graph.is_null() { return api::checks::null("MPI_Dist_graph_create_adjacent", Some(comm_old), "comm_dist_graph"); }
+    api::dist_graph_create_adjacent(comm_old, indegree, sources, sourceweights, outdegree, destinations, destweights, info, reorder, comm_dist_graph)
+});
+entry!(MPI_Dist_graph_neighbors / PMPI_Dist_graph_neighbors(comm: c_int, maxindegree: c_int, sources: *mut c_int, sourceweights: *mut c_int, maxoutdegree: c_int, destinations: *mut c_int, destweights: *mut c_int) => {
+    if maxindegree < 0 { return api::checks::negative_arg("MPI_Dist_graph_neighbors", Some(comm), "maxindegree", maxindegree); }
+    if maxoutdegree < 0 { return api::checks::negative_arg("MPI_Dist_graph_neighbors", Some(comm), "maxoutdegree", maxoutdegree); }
+    api::dist_graph_neighbors(comm, maxindegree, sources, sourceweights, maxoutdegree, destinations, destweights)
+});
+entry!(MPI_Dist_graph_neighbors_count / PMPI_Dist_graph_neighbors_count(comm: c_int, indegree: *mut c_int, outdegree: *mut c_int, weighted: *mut c_int) => {
+    if indegree.is_null() { return api::checks::null("MPI_Dist_graph_neighbors_count", Some(comm), "indegree"); }
+    if outdegree.is_null() { return api::checks::null("MPI_Dist_graph_neighbors_count", Some(comm), "outdegree"); }
+    if weighted.is_null() { return api::checks::null("MPI_Dist_graph_neighbors_count", Some(comm), "weighted"); }
+    api::dist_graph_neighbors_count(comm, indegree, outdegree, weighted)
+});
+entry!(MPI_Errhandler_free / PMPI_Errhandler_free(errhandler: *mut c_int) => {
+    if errhandler.is_null() { return api::checks::null("MPI_Errhandler_free", None, "errhandler"); }
+    api::errhandler_free(errhandler)
+});
 entry!(MPI_Errhandler_get / PMPI_Errhandler_get(comm: c_int, errhandler: *mut c_int) => api::comm_get_errhandler(comm, errhandler));
 entry!(MPI_Errhandler_set / PMPI_Errhandler_set(comm: c_int, errhandler: c_int) => api::comm_set_errhandler(comm, errhandler));
-entry!(MPI_Error_class / PMPI_Error_class(errorcode: c_int, errorclass: *mut c_int) => api::error_class(errorcode, errorclass));
-entry!(MPI_Error_string / PMPI_Error_string(errorcode: c_int, string: *mut c_char, resultlen: *mut c_int) => api::error_string(errorcode, string, resultlen));
-entry!(MPI_Exscan / PMPI_Exscan(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, comm: c_int) => api::exscan("MPI_Exscan", sendbuf, recvbuf, Count::from(count), datatype, op, comm));
-entry!(MPI_Exscan_c / PMPI_Exscan_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: c_int, op: c_int, comm: c_int) => api::exscan("MPI_Exscan_c", sendbuf, recvbuf, count, datatype, op, comm));
-entry!(MPI_Exscan_init / PMPI_Exscan_init(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, comm: c_int, info: c_int, request: *mut c_int) => api::start_persistent("MPI_Exscan_init", comm, info, request, |c| api::plan::exscan(sendbuf, recvbuf, Count::from(count), datatype, op, c)));
-entry!(MPI_Exscan_init_c / PMPI_Exscan_init_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: c_int, op: c_int, comm: c_int, info: c_int, request: *mut c_int) => api::start_persistent("MPI_Exscan_init_c", comm, info, request, |c| api::plan::exscan(sendbuf, recvbuf, count, datatype, op, c)));
+entry!(MPI_Error_class / PMPI_Error_class(errorcode: c_int, errorclass: *mut c_int) => {
+    if errorclass.is_null() { return api::checks::null("MPI_Error_class", None, "errorclass"); }
+    api::error_class(errorcode, errorclass)
+});
+entry!(MPI_Error_string / PMPI_Error_string(errorcode: c_int, string: *mut c_char, resultlen: *mut c_int) => {
+    if resultlen.is_null() { return api::checks::null("MPI_Error_string", None, "resultlen"); }
+    api::error_string(errorcode, string, resultlen)
+});
+entry!(MPI_Exscan / PMPI_Exscan(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, comm: c_int) => {
+    if count < 0 { return api::checks::negative_count("MPI_Exscan", Some(comm), "count", count); }
+    api::exscan("MPI_Exscan", sendbuf, recvbuf, Count::from(count), datatype, op, comm)
+});
+entry!(MPI_Exscan_c / PMPI_Exscan_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: c_int, op: c_int, comm: c_int) => {
+    if count < 0 { return api::checks::negative_count("MPI_Exscan_c", Some(comm), "count", count); }
+    api::exscan("MPI_Exscan_c", sendbuf, recvbuf, count, datatype, op, comm)
+});
+entry!(MPI_Exscan_init / PMPI_Exscan_init(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, comm: c_int, info: c_int, request: *mut c_int) => {
+    if count < 0 { return api::checks::negative_count("MPI_Exscan_init", Some(comm), "count", count); }
+    if request.is_null() { return api::checks::null("MPI_Exscan_init", Some(comm), "request"); }
+    api::start_persistent("MPI_Exscan_init", comm, info, request, |c| api::plan::exscan(sendbuf, recvbuf, Count::from(count), datatype, op, c))
+});
+entry!(MPI_Exscan_init_c / PMPI_Exscan_init_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: c_int, op: c_int, comm: c_int, info: c_int, request: *mut c_int) => {
+    if count < 0 { return api::checks::negative_count("MPI_Exscan_init_c", Some(comm), "count", count); }
+    if request.is_null() { return api::checks::null("MPI_Exscan_init_c", Some(comm), "request"); }
+    api::start_persistent("MPI_Exscan_init_c", comm, info, request, |c| api::plan::exscan(sendbuf, recvbuf, count, datatype, op, c))
+});
 entry!(MPI_Finalize / PMPI_Finalize() => api::finalize());
-entry!(MPI_Finalized / PMPI_Finalized(flag: *mut c_int) => api::finalized(flag));
+entry!(MPI_Finalized / PMPI_Finalized(flag: *mut c_int) => {
+    if flag.is_null() { return api::checks::null("MPI_Finalized", None, "flag"); }
+    api::finalized(flag)
+});
 entry!(MPI_Free_mem / PMPI_Free_mem(base: *mut c_void) => api::free_mem(base));
-entry!(MPI_Gather / PMPI_Gather(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int) => api::gather("MPI_Gather", sendbuf, Count::from(sendcount), sendtype, recvbuf, Count::from(recvcount), recvtype, root, comm));
-entry!(MPI_Gather_c / PMPI_Gather_c(sendbuf: *const c_void, sendcount: i64, sendtype: c_int, recvbuf: *mut c_void, recvcount: i64, recvtype: c_int, root: c_int, comm: c_int) => api::gather("MPI_Gather_c", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm));
-entry!(MPI_Gather_init / PMPI_Gather_init(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int, info: c_int, request: *mut c_int) => api::start_persistent("MPI_Gather_init", comm, info, request, |c| api::plan::gather(sendbuf, Count::from(sendcount), sendtype, recvbuf, Count::from(recvcount), recvtype, root, c)));
-entry!(MPI_Gather_init_c / PMPI_Gather_init_c(sendbuf: *const c_void, sendcount: i64, sendtype: c_int, recvbuf: *mut c_void, recvcount: i64, recvtype: c_int, root: c_int, comm: c_int, info: c_int, request: *mut c_int) => api::start_persistent("MPI_Gather_init_c", comm, info, request, |c| api::plan::gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, c)));
-entry!(MPI_Gatherv / PMPI_Gatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, root: c_int, comm: c_int) => api::gatherv("MPI_Gatherv", sendbuf, Count::from(sendcount), sendtype, recvbuf, Ints::Int(recvcounts), Ints::Int(displs), recvtype, root, comm));
-entry!(MPI_Gatherv_c / PMPI_Gatherv_c(sendbuf: *const c_void, sendcount: i64, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const i64, displs: *const i64, recvtype: c_int, root: c_int, comm: c_int) => api::gatherv("MPI_Gatherv_c", sendbuf, sendcount, sendtype, recvbuf, Ints::Long(recvcounts), Ints::Long(displs), recvtype, root, comm));
-entry!(MPI_Gatherv_init / PMPI_Gatherv_init(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, root: c_int, comm: c_int, info: c_int, request: *mut c_int) => api::start_persistent("MPI_Gatherv_init", comm, info, request, |c| api::plan::gatherv(sendbuf, Count::from(sendcount), sendtype, recvbuf, Ints::Int(recvcounts), Ints::Int(displs), recvtype, root, c)));
-entry!(MPI_Gatherv_init_c / PMPI_Gatherv_init_c(sendbuf: *const c_void, sendcount: i64, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const i64, displs: *const i64, recvtype: c_int, root: c_int, comm: c_int, info: c_int, request: *mut c_int) => api::start_persistent("MPI_Gatherv_init_c", comm, info, request, |c| api::plan::gatherv(sendbuf, sendcount, sendtype, recvbuf, Ints::Long(recvcounts), Ints::Long(displs), recvtype, root, c)));
-entry!(MPI_Get_address / PMPI_Get_address(location: *const c_void, address: *mut i64) => api::get_address("MPI_Get_address", location, address));
-entry!(MPI_Get_count / PMPI_Get_count(status: *const Status, datatype: c_int, count: *mut c_int) => api::get_count(status, datatype, count));
-entry!(MPI_Get_count_c / PMPI_Get_count_c(status: *const Status, datatype: c_int, count: *mut Count) => api::get_count_c(status, datatype, count));
-entry!(MPI_Get_hw_resource_info / PMPI_Get_hw_resource_info(hw_info: *mut c_int) => api::info::get_hw_resource_info("MPI_Get_hw_resource_info", hw_info));
-entry!(MPI_Get_library_version / PMPI_Get_library_version(version: *mut c_char, resultlen: *mut c_int) => api::get_library_version(version, resultlen));
-entry!(MPI_Get_processor_name / PMPI_Get_processor_name(name: *mut c_char, resultlen: *mut c_int) => api::get_processor_name(name, resultlen));
-entry!(MPI_Get_version / PMPI_Get_version(version: *mut c_int, subversion: *mut c_int) => api::get_version(version, subversion));
-entry!(MPI_Graph_create / PMPI_Graph_create(comm_old: c_int, nnodes: c_int, index: *const c_int, edges: *const c_int, reorder: c_int, comm_graph: *mut c_int) => api::graph_create(comm_old, nnodes, index, edges, reorder, comm_graph));
+entry!(MPI_Gather / PMPI_Gather(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int) => {
+    if sendcount < 0 { return api::checks::negative_count("MPI_Gather", Some(comm), "sendcount", sendcount); }
+    if recvcount < 0 { return api::checks::negative_count("MPI_Gather", Some(comm), "recvcount", recvcount); }
+    api::gather("MPI_Gather", sendbuf, Count::from(sendcount), sendtype, recvbuf, Count::from(recvcount), recvtype, root, comm)
+});
+entry!(MPI_Gather_c / PMPI_Gather_c(sendbuf: *const c_void, sendcount: i64, sendtype: c_int, recvbuf: *mut c_void, recvcount: i64, recvtype: c_int, root: c_int, comm: c_int) => {
+    if sendcount < 0 { return api::checks::negative_count("MPI_Gather_c", Some(comm), "sendcount", sendcount); }
+    if recvcount < 0 { return api::checks::negative_count("MPI_Gather_c", Some(comm), "recvcount", recvcount); }
+    api::gather("MPI_Gather_c", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm)
+});
+entry!(MPI_Gather_init / PMPI_Gather_init(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int, info: c_int, request: *mut c_int) => {
+    if sendcount < 0 { return api::checks::negative_count("MPI_Gather_init", Some(comm), "sendcount", sendcount); }
+    if recvcount < 0 { return api::checks::negative_count("MPI_Gather_init", Some(comm), "recvcount", recvcount); }
+    if request.is_null() { return api::checks::null("MPI_Gather_init", Some(comm), "request"); }
+    api::start_persistent("MPI_Gather_init", comm, info, request, |c| api::plan::gather(sendbuf, Count::from(sendcount), sendtype, recvbuf, Count::from(recvcount), recvtype, root, c))
+});
+entry!(MPI_Gather_init_c / PMPI_Gather_init_c(sendbuf: *const c_void, sendcount: i64, sendtype: c_int, recvbuf: *mut c_void, recvcount: i64, recvtype: c_int, root: c_int, comm: c_int, info: c_int, request: *mut c_int) => {
+    if sendcount < 0 { return api::checks::negative_count("MPI_Gather_init_c", Some(comm), "sendcount", sendcount); }
+    if recvcount < 0 { return api::checks::negative_count("MPI_Gather_init_c", Some(comm), "recvcount", recvcount); }
+    if request.is_null() { return api::checks::null("MPI_Gather_init_c", Some(comm), "request"); }
+    api::start_persistent("MPI_Gather_init_c", comm, info, request, |c| api::plan::gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, c))
+});
+entry!(MPI_Gatherv / PMPI_Gatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, root: c_int, comm: c_int) => {
+    if sendcount < 0 { return api::checks::negative_count("MPI_Gatherv", Some(comm), "sendcount", sendcount); }
+    api::gatherv("MPI_Gatherv", sendbuf, Count::from(sendcount), sendtype, recvbuf, Ints::Int(recvcounts), Ints::Int(displs), recvtype, root, comm)
+});
+entry!(MPI_Gatherv_c / PMPI_Gatherv_c(sendbuf: *const c_void, sendcount: i64, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const i64, displs: *const i64, recvtype: c_int, root: c_int, comm: c_int) => {
+    if sendcount < 0 { return api::checks::negative_count("MPI_Gatherv_c", Some(comm), "sendcount", sendcount); }
+    api::gatherv("MPI_Gatherv_c", sendbuf, sendcount, sendtype, recvbuf, Ints::Long(recvcounts), Ints::Long(displs), recvtype, root, comm)
+});
+entry!(MPI_Gatherv_init / PMPI_Gatherv_init(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, root: c_int, comm: c_int, info: c_int, request: *mut c_int) => {
+    if sendcount < 0 { return api::checks::negative_count("MPI_Gatherv_init", Some(comm), "sendcount", sendcount); }
+    if request.is_null() { return api::checks::null("MPI_Gatherv_init", Some(comm), "request"); }
+    api::start_persistent("MPI_Gatherv_init", comm, info, request, |c| api::plan::gatherv(sendbuf, Count::from(sendcount), sendtype, recvbuf, Ints::Int(recvcounts), Ints::Int(displs), recvtype, root, c))
+});
+entry!(MPI_Gatherv_init_c / PMPI_Gatherv_init_c(sendbuf: *const c_void, sendcount: i64, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const i64, displs: *const i64, recvtype: c_int, root: c_int, comm: c_int, info: c_int, request: *mut c_int) => {
+    if sendcount < 0 { return api::checks::negative_count("MPI_Gatherv_init_c", Some(comm), "sendcount", sendcount); }
+    if request.is_null() { return api::checks::null("MPI_Gatherv_init_c", Some(comm), "request"); }
+    api::start_persistent("MPI_Gatherv_init_c", comm, info, request, |c| api::plan::gatherv(sendbuf, sendcount, sendtype, recvbuf, Ints::Long(recvcounts), Ints::Long(displs), recvtype, root, c))
+});
+entry!(MPI_Get_address / PMPI_Get_address(location: *const c_void, address: *mut i64) => {
+    if address.is_null() { return api::checks::null("MPI_Get_address", None, "address"); }
+    api::get_address("MPI_Get_address", location, address)
+});
+entry!(MPI_Get_count / PMPI_Get_count(status: *const Status, datatype: c_int, count: *mut c_int) => {
+    if count.is_null() { return api::checks::null("MPI_Get_count", None, "count"); }
+    api::get_count(status, datatype, count)
+});
+entry!(MPI_Get_count_c / PMPI_Get_count_c(status: *const Status, datatype: c_int, count: *mut Count) => {
+    if count.is_null() { return api::checks::null("MPI_Get_count_c", None, "count"); }
+    api::get_count_c(status, datatype, count)
+});
+entry!(MPI_Get_hw_resource_info / PMPI_Get_hw_resource_info(hw_info: *mut c_int) => {
+    if hw_info.is_null() { return api::checks::null("MPI_Get_hw_resource_info", None, "hw_info"); }
+    api::info::get_hw_resource_info("MPI_Get_hw_resource_info", hw_info)
+});
+entry!(MPI_Get_library_version / PMPI_Get_library_version(version: *mut c_char, resultlen: *mut c_int) => {
+    if resultlen.is_null() { return api::checks::null("MPI_Get_library_version", None, "resultlen"); }
+    api::get_library_version(version, resultlen)
+});
+entry!(MPI_Get_processor_name / PMPI_Get_processor_name(name: *mut c_char, resultlen: *mut c_int) => {
+    if resultlen.is_null() { return api::checks::null("MPI_Get_processor_name", None, "resultlen"); }
+    api::get_processor_name(name, resultlen)
+});
+entry!(MPI_Get_version / PMPI_Get_version(version: *mut c_int, subversion: *mut c_int) => {
+    if version.is_null() { return api::checks::null("MPI_Get_version", None, "version"); }
+    if subversion.is_null() { return api::checks::null("MPI_Get_version", None, "subversion"); }
+    api::get_version(version, subversion)
+});
+entry!(MPI_Graph_create / PMPI_Graph_create(comm_old: c_int, nnodes: c_int, index: *const c_int, edges: *const c_int, reorder: c_int, comm_graph: *mut c_int) => {
+    if comm_graph.is_null() { return api::checks::null("MPI_Graph_create", Some(comm_old), "comm_graph"); }
+    api::graph_create(comm_old, nnodes, index, edges, reorder, comm_graph)
+});
 entry!(MPI_Graph_get / PMPI_Graph_get(comm: c_int, maxindex: c_int, maxedges: c_int, index: *mut c_int, edges: *mut c_int) => api::graph_get(comm, maxindex, maxedges, index, edges));
-entry!(MPI_Graph_map / PMPI_Graph_map(comm: c_int, nnodes: c_int, index: *const c_int, edges: *const c_int, newrank: *mut c_int) => api::graph_map(comm, nnodes, index, edges, newrank));
+entry!(MPI_Graph_map / PMPI_Graph_map(comm: c_int, nnodes: c_int, index: *const c_int, edges: *const c_int, newrank: *mut c_int) => {
+    if newrank.is_null() { return api::checks::null("MPI_Graph_map", Some(comm), "newrank"); }
+    api::graph_map(comm, nnodes, index, edges, newrank)
+});
 entry!(MPI_Graph_neighbors / PMPI_Graph_neighbors(comm: c_int, rank: c_int, maxneighbors: c_int, neighbors: *mut c_int) => api::graph_neighbors(comm, rank, maxneighbors, neighbors));
-entry!(MPI_Graph_neighbors_count / PMPI_Graph_neighbors_count(comm: c_int, rank: c_int, nneighbors: *mut c_int) => api::graph_neighbors_count(comm, rank, nneighbors));
-entry!(MPI_Graphdims_get / PMPI_Graphdims_get(comm: c_int, nnodes: *mut c_int, nedges: *mut c_int) => api::graphdims_get(comm, nnodes, nedges));
-entry!(MPI_Group_compare / PMPI_Group_compare(group1: c_int, group2: c_int, result: *mut c_int) => api::group_compare(group1, group2, result));
-entry!(MPI_Group_difference / PMPI_Group_difference(group1: c_int, group2: c_int, newgroup: *mut c_int) => api::group_difference("MPI_Group_difference", group1, group2, newgroup));
-entry!(MPI_Group_excl / PMPI_Group_excl(group: c_int, n: c_int, ranks: *const c_int, newgroup: *mut c_int) => api::group_excl(group, n, ranks, newgroup));
-entry!(MPI_Group_free / PMPI_Group_free(group: *mut c_int) => api::group_free(group));
+entry!(MPI_Graph_neighbors_count / PMPI_Graph_neighbors_count(comm: c_int, rank: c_int, nneighbors: *mut c_int) => {
+    if nneighbors.is_null() { return api::checks::null("MPI_Graph_neighbors_count", Some(comm), "nneighbors"); }
+    api::graph_neighbors_count(comm, rank, nneighbors)
+});
+entry!(MPI_Graphdims_get / PMPI_Graphdims_get(comm: c_int, nnodes: *mut c_int, nedges: *mut c_int) => {
+    if nnodes.is_null() { return api::checks::null("MPI_Graphdims_get", Some(comm), "nnodes"); }
+    if nedges.is_null() { return api::checks::null("MPI_Graphdims_get", Some(comm), "nedges"); }
+    api::graphdims_get(comm, nnodes, nedges)
+});
+entry!(MPI_Group_compare / PMPI_Group_compare(group1: c_int, group2: c_int, result: *mut c_int) => {
+    if result.is_null() { return api::checks::null("MPI_Group_compare", None, "result"); }
+    api::group_compare(group1, group2, result)
+});
+entry!(MPI_Group_difference / PMPI_Group_difference(group1: c_int, group2: c_int, newgroup: *mut c_int) => {
+    if newgroup.is_null() { return api::checks::null("MPI_Group_difference", None, "newgroup"); }
+    api::group_difference("MPI_Group_difference", group1, group2, newgroup)
+});
+entry!(MPI_Group_excl / PMPI_Group_excl(group: c_int, n: c_int, ranks: *const c_int, newgroup: *mut c_int) => {
+    if newgroup.is_null() { return api::checks::null("MPI_Group_excl", None, "newgroup"); }
+    api::group_excl(group, n, ranks, newgroup)
+});
+entry!(MPI_Group_free / PMPI_Group_free(group: *mut c_int) => {
+    if group.is_null() { return api::checks::null("MPI_Group_free", None, "group"); }
+    api::group_free(group)
+});
 entry!(MPI_Group_from_session_pset / PMPI_Group_from_session_pset(session: c_int, pset_name: *const c_char, newgroup: *mut c_int) => api::group_from_session_pset("MPI_Group_from_session_pset", session, pset_name, newgroup));
-entry!(MPI_Group_incl / PMPI_Group_incl(group: c_int, n: c_int, ranks: *const c_int, newgroup: *mut c_int) => api::group_incl(group, n, ranks, newgroup));
-entry!(MPI_Group_intersection / PMPI_Group_intersection(group1: c_int, group2: c_int, newgroup: *mut c_int) => api::group_intersection("MPI_Group_intersection", group1, group2, newgroup));
-entry!(MPI_Group_rank / PMPI_Group_rank(group: c_int, rank: *mut c_int) => api::group_rank(group, rank));
-entry!(MPI_Group_size / PMPI_Group_size(group: c_int, size: *mut c_int) => api::group_size(group, size));
+entry!(MPI_Group_incl / PMPI_Group_incl(group: c_int, n: c_int, ranks: *const c_int, newgroup: *mut c_int) => {
+    if newgroup.is_null() { return api::checks::null("MPI_Group_incl", None, "newgroup"); }
+    api::group_incl(group, n, ranks, newgroup)
+});
+entry!(MPI_Group_intersection / PMPI_Group_intersection(group1: c_int, group2: c_int, newgroup: *mut c_int) => {
+    if newgroup.is_null() { return api::checks::null("MPI_Group_intersection", None, "newgroup"); }
+    api::group_intersection("MPI_Group_intersection", group1, group2, newgroup)
+});
+entry!(MPI_Group_rank / PMPI_Group_rank(group: c_int, rank: *mut c_int) => {
+    if rank.is_null() { return api::checks::null("MPI_Group_rank", None, "rank"); }
+    api::group_rank(group, rank)
+});
+entry!(MPI_Group_size / PMPI_Group_size(group: c_int, size: *mut c_int) => {
+    if size.is_null() { return api::checks::null("MPI_Group_size", None, "size"); }
+    api::group_size(group, size)
+});
 entry!(MPI_Group_translate_ranks / PMPI_Group_translate_ranks(group1: c_int, n: c_int, ranks1: *const c_int, group2: c_int, ranks2: *mut c_int) => api::group_translate_ranks(group1, n, ranks1, group2, ranks2));
-entry!(MPI_Group_union / PMPI_Group_union(group1: c_int, group2: c_int, newgroup: *mut c_int) => api::group_union("MPI_Group_union", group1, group2, newgroup));
-entry!(MPI_Iallgather / PMPI_Iallgather(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int, request: *mut c_int) => api::start_nonblocking("MPI_Iallgather", comm, request, |c| api::plan::allgather(sendbuf, Count::from(sendcount), sendtype, recvbuf, Count::from(recvcount), recvtype, c)));
-entry!(MPI_Iallgather_c / PMPI_Iallgather_c(sendbuf: *const c_void, sendcount: i64, sendtype: c_int, recvbuf: *mut c_void, recvcount: i64, recvtype: c_int, comm: c_int, request: *mut c_int) => api::start_nonblocking("MPI_Iallgather_c", comm, request, |c| api::plan::allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, c)));
-entry!(MPI_Iallgatherv / PMPI_Iallgatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, comm: c_int, request: *mut c_int) => api::start_nonblocking("MPI_Iallgatherv", comm, request, |c| api::plan::allgatherv(sendbuf, Count::from(sendcount), sendtype, recvbuf, Ints::Int(recvcounts), Ints::Int(displs), recvtype, c)));
-entry!(MPI_Iallgatherv_c / PMPI_Iallgatherv_c(sendbuf: *const c_void, sendcount: i64, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const i64, displs: *const i64, recvtype: c_int, comm: c_int, request: *mut c_int) => api::start_nonblocking("MPI_Iallgatherv_c", comm, request, |c| api::plan::allgatherv(sendbuf, sendcount, sendtype, recvbuf, Ints::Long(recvcounts), Ints::Long(displs), recvtype, c)));
-entry!(MPI_Iallreduce / PMPI_Iallreduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, comm: c_int, request: *mut c_int) => api::start_nonblocking("MPI_Iallreduce", comm, request, |c| api::plan::allreduce(sendbuf, recvbuf, Count::from(count), datatype, op, c)));
-entry!(MPI_Iallreduce_c / PMPI_Iallreduce_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: c_int, op: c_int, comm: c_int, request: *mut c_int) => api::start_nonblocking("MPI_Iallreduce_c", comm, request, |c| api::plan::allreduce(sendbuf, recvbuf, count, datatype, op, c)));
-entry!(MPI_Ialltoall / PMPI_Ialltoall(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int, request: *mut c_int) => api::start_nonblocking("MPI_Ialltoall", comm, request, |c| api::plan::alltoall(sendbuf, Count::from(sendcount), sendtype, recvbuf, Count::from(recvcount), recvtype, c)));
-entry!(MPI_Ialltoall_c / PMPI_Ialltoall_c(sendbuf: *const c_void, sendcount: i64, sendtype: c_int, recvbuf: *mut c_void, recvcount: i64, recvtype: c_int, comm: c_int, request: *mut c_int) => api::start_nonblocking("MPI_Ialltoall_c", comm, request, |c| api::plan::alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, c)));
-entry!(MPI_Ialltoallv / PMPI_Ialltoallv(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: c_int, comm: c_int, request: *mut c_int) => api::start_nonblocking("MPI_Ialltoallv", comm, request, |c| api::plan::alltoallv(sendbuf, Ints::Int(sendcounts), Ints::Int(sdispls), sendtype, recvbuf, Ints::Int(recvcounts), Ints::Int(rdispls), recvtype, c)));
-entry!(MPI_Ialltoallv_c / PMPI_Ialltoallv_c(sendbuf: *const c_void, sendcounts: *const i64, sdispls: *const i64, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const i64, rdispls: *const i64, recvtype: c_int, comm: c_int, request: *mut c_int) => api::start_nonblocking("MPI_Ialltoallv_c", comm, request, |c| api::plan::alltoallv(sendbuf, Ints::Long(sendcounts), Ints::Long(sdispls), sendtype, recvbuf, Ints::Long(recvcounts), Ints::Long(rdispls), recvtype, c)));
-entry!(MPI_Ialltoallw / PMPI_Ialltoallw(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const c_int, comm: c_int, request: *mut c_int) => api::start_nonblocking("MPI_Ialltoallw", comm, request, |c| api::plan::alltoallw(sendbuf, Ints::Int(sendcounts), Ints::Int(sdispls), sendtypes, recvbuf, Ints::Int(recvcounts), Ints::Int(rdispls), recvtypes, c)));
-entry!(MPI_Ialltoallw_c / PMPI_Ialltoallw_c(sendbuf: *const c_void, sendcounts: *const i64, sdispls: *const i64, sendtypes: *const c_int, recvbuf: *mut c_void, recvcounts: *const i64, rdispls: *const i64, recvtypes: *const c_int, comm: c_int, request: *mut c_int) => api::start_nonblocking("MPI_Ialltoallw_c", comm, request, |c| api::plan::alltoallw(sendbuf, Ints::Long(sendcounts), Ints::Long(sdispls), sendtypes, recvbuf, Ints::Long(recvcounts), Ints::Long(rdispls), recvtypes, c)));
-entry!(MPI_Ibarrier / PMPI_Ibarrier(comm: c_int, request: *mut c_int) => api::start_nonblocking("MPI_Ibarrier", comm, request, |c| api::plan::barrier(c)));
-entry!(MPI_Ibcast / PMPI_Ibcast(buffer: *mut c_void, count: c_int, datatype: c_int, root: c_int, comm: c_int, request: *mut c_int) => api::start_nonblocking("MPI_Ibcast", comm, request, |c| api::plan::bcast(buffer, Count::from(count), datatype, root, c)));
-entry!(MPI_Ibcast_c / PMPI_Ibcast_c(buffer: *mut c_void, count: i64, datatype: c_int, root: c_int, comm: c_int, request: *mut c_int) => api::start_nonblocking("MPI_Ibcast_c", comm, request, |c| api::plan::bcast(buffer, count, datatype, root, c)));
-entry!(MPI_Ibsend / PMPI_Ibsend(buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int, request: *mut c_int) => api::ibsend("MPI_Ibsend", buf, Count::from(count), datatype, dest, tag, comm, request));
-entry!(MPI_Ibsend_c / PMPI_Ibsend_c(buf: *const c_void, count: i64, datatype: c_int, dest: c_int, tag: c_int, comm: c_int, request: *mut c_int) => api::ibsend("MPI_Ibsend_c", buf, count, datatype, dest, tag, comm, request));
-entry!(MPI_Iexscan / PMPI_Iexscan(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, comm: c_int, request: *mut c_int) => api::start_nonblocking("MPI_Iexscan", comm, request, |c| api::plan::exscan(sendbuf, recvbuf, Count::from(count), datatype, op, c)));
-entry!(MPI_Iexscan_c / PMPI_Iexscan_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: c_int, op: c_int, comm: c_int, request: *mut c_int) => api::start_nonblocking("MPI_Iexscan_c", comm, request, |c| api::plan::exscan(sendbuf, recvbuf, count, datatype, op, c)));
-entry!(MPI_Igather / PMPI_Igather(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int, request: *mut c_int) => api::start_nonblocking("MPI_Igather", comm, request, |c| api::plan::gather(sendbuf, Count::from(sendcount), sendtype, recvbuf, Count::from(recvcount), recvtype, root, c)));
-entry!(MPI_Igather_c / PMPI_Igather_c(sendbuf: *const c_void, sendcount: i64, sendtype: c_int, recvbuf: *mut c_void, recvcount: i64, recvtype: c_int, root: c_int, comm: c_int, request: *mut c_int) => api::start_nonblocking("MPI_Igather_c", comm, request, |c| api::plan::gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, c)));
-entry!(MPI_Igatherv / PMPI_Igatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, root: c_int, comm: c_int, request: *mut c_int) => api::start_nonblocking("MPI_Igatherv", comm, request, |c| api::plan::gatherv(sendbuf, Count::from(sendcount), sendtype, recvbuf, Ints::Int(recvcounts), Ints::Int(displs), recvtype, root, c)));
-entry!(MPI_Igatherv_c / PMPI_Igatherv_c(sendbuf: *const c_void, sendcount: i64, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const i64, displs: *const i64, recvtype: c_int, root: c_int, comm: c_int, request: *mut c_int) => api::start_nonblocking("MPI_Igatherv_c", comm, request, |c| api::plan::gatherv(sendbuf, sendcount, sendtype, recvbuf, Ints::Long(recvcounts), Ints::Long(displs), recvtype, root, c)));
-entry!(MPI_Improbe / PMPI_Improbe(source: c_int, tag: c_int, comm: c_int, flag: *mut c_int, message: *mut c_int, status: *mut Status) => api::improbe(source, tag, comm, flag, message, status));
-entry!(MPI_Imrecv / PMPI_Imrecv(buf: *mut c_void, count: c_int, datatype: c_int, message: *mut c_int, request: *mut c_int) => api::imrecv("MPI_Imrecv", buf, Count::from(count), datatype, message, request));
-entry!(MPI_Imrecv_c / PMPI_Imrecv_c(buf: *mut c_void, count: i64, datatype: c_int, message: *mut c_int, request: *mut c_int) => api::imrecv("MPI_Imrecv_c", buf, count, datatype, message, request));
-entry!(MPI_Ineighbor_allgather / PMPI_Ineighbor_allgather(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int, request: *mut c_int) => api::start_nonblocking("MPI_Ineighbor_allgather", comm, request, |c| api::neighbor::neighbor_allgather(sendbuf, Count::from(sendcount), sendtype, recvbuf, Count::from(recvcount), recvtype, c)));
-entry!(MPI_Ineighbor_allgather_c / PMPI_Ineighbor_allgather_c(sendbuf: *const c_void, sendcount: i64, sendtype: c_int, recvbuf: *mut c_void, recvcount: i64, recvtype: c_int, comm: c_int, request: *mut c_int) => api::start_nonblocking("MPI_Ineighbor_allgather_c", comm, request, |c| api::neighbor::neighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, c)));
-entry!(MPI_Ineighbor_allgatherv / PMPI_Ineighbor_allgatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, comm: c_int, request: *mut c_int) => api::start_nonblocking("MPI_Ineighbor_allgatherv", comm, request, |c| api::neighbor::neighbor_allgatherv(sendbuf, Count::from(sendcount), sendtype, recvbuf, Ints::Int(recvcounts), Ints::Int(displs), recvtype, c)));
-entry!(MPI_Ineighbor_allgatherv_c / PMPI_Ineighbor_allgatherv_c(sendbuf: *const c_void, sendcount: i64, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const i64, displs: *const i64, recvtype: c_int, comm: c_int, request: *mut c_int) => api::start_nonblocking("MPI_Ineighbor_allgatherv_c", comm, request, |c| api::neighbor::neighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, Ints::Long(recvcounts), Ints::Long(displs), recvtype, c)));
-entry!(MPI_Ineighbor_alltoall / PMPI_Ineighbor_alltoall(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int, request: *mut c_int) => api::start_nonblocking("MPI_Ineighbor_alltoall", comm, request, |c| api::neighbor::neighbor_alltoall(sendbuf, Count::from(sendcount), sendtype, recvbuf, Count::from(recvcount), recvtype, c)));
-entry!(MPI_Ineighbor_alltoall_c / PMPI_Ineighbor_alltoall_c(sendbuf: *const c_void, sendcount: i64, sendtype: c_int, recvbuf: *mut c_void, recvcount: i64, recvtype: c_int, comm: c_int, request: *mut c_int) => api::start_nonblocking("MPI_Ineighbor_alltoall_c", comm, request, |c| api::neighbor::neighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, c)));
-entry!(MPI_Ineighbor_alltoallv / PMPI_Ineighbor_alltoallv(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: c_int, comm: c_int, request: *mut c_int) => api::start_nonblocking("MPI_Ineighbor_alltoallv", comm, request, |c| api::neighbor::neighbor_alltoallv(sendbuf, Ints::Int(sendcounts), Ints::Int(sdispls), sendtype, recvbuf, Ints::Int(recvcounts), Ints::Int(rdispls), recvtype, c)));
-entry!(MPI_Ineighbor_alltoallv_c / PMPI_Ineighbor_alltoallv_c(sendbuf: *const c_void, sendcounts: *const i64, sdispls: *const i64, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const i64, rdispls: *const i64, recvtype: c_int, comm: c_int, request: *mut c_int) => api::start_nonblocking("MPI_Ineighbor_alltoallv_c", comm, request, |c| api::neighbor::neighbor_alltoallv(sendbuf, Ints::Long(sendcounts), Ints::Long(sdispls), sendtype, recvbuf, Ints::Long(recvcounts), Ints::Long(rdispls), recvtype, c)));
-entry!(MPI_Ineighbor_alltoallw / PMPI_Ineighbor_alltoallw(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const i64, sendtypes: *const c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const i64, recvtypes: *const c_int, comm: c_int, request: *mut c_int) => api::start_nonblocking("MPI_Ineighbor_alltoallw", comm, request, |c| api::neighbor::neighbor_alltoallw(sendbuf, Ints::Int(sendcounts), Ints::Long(sdispls), sendtypes, recvbuf, Ints::Int(recvcounts), Ints::Long(rdispls), recvtypes, c)));
-entry!(MPI_Ineighbor_alltoallw_c / PMPI_Ineighbor_alltoallw_c(sendbuf: *const c_void, sendcounts: *const i64, sdispls: *const i64, sendtypes: *const c_int, recvbuf: *mut c_void, recvcounts: *const i64, rdispls: *const i64, recvtypes: *const c_int, comm: c_int, request: *mut c_int) => api::start_nonblocking("MPI_Ineighbor_alltoallw_c", comm, request, |c| api::neighbor::neighbor_alltoallw(sendbuf, Ints::Long(sendcounts), Ints::Long(sdispls), sendtypes, recvbuf, Ints::Long(recvcounts), Ints::Long(rdispls), recvtypes, c)));
-entry!(MPI_Info_create / PMPI_Info_create(info: *mut c_int) => api::info::info_create(info));
-entry!(MPI_Info_create_env / PMPI_Info_create_env(argc: c_int, argv: *mut *mut c_char, info: *mut c_int) => api::info::info_create_env(argc, argv, info));
+entry!(MPI_Group_union / PMPI_Group_union(group1: c_int, group2: c_int, newgroup: *mut c_int) => {
+    if newgroup.is_null() { return api::checks::null("MPI_Group_union", None, "newgroup"); }
+    api::group_union("MPI_Group_union", group1, group2, newgroup)
+});
+entry!(MPI_Iallgather / PMPI_Iallgather(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int, request: *mut c_int) => {
+    if sendcount < 0 { return api::checks::negative_count("MPI_Iallgather", Some(comm), "sendcount", sendcount); }
+    if recvcount < 0 { return api::checks::negative_count("MPI_Iallgather", Some(comm), "recvcount", recvcount); }
+    if request.is_null() { return api::checks::null("MPI_Iallgather", Some(comm), "request"); }
+    api::start_nonblocking("MPI_Iallgather", comm, request, |c| api::plan::allgather(sendbuf, Count::from(sendcount), sendtype, recvbuf, Count::from(recvcount), recvtype, c))
+});
+entry!(MPI_Iallgather_c / PMPI_Iallgather_c(sendbuf: *const c_void, sendcount: i64, sendtype: c_int, recvbuf: *mut c_void, recvcount: i64, recvtype: c_int, comm: c_int, request: *mut c_int) => {
+    if sendcount < 0 { return api::checks::negative_count("MPI_Iallgather_c", Some(comm), "sendcount", sendcount); }
+    if recvcount < 0 { return api::checks::negative_count("MPI_Iallgather_c", Some(comm), "recvcount", recvcount); }
+    if request.is_null() { return api::checks::null("MPI_Iallgather_c", Some(comm), "request"); }
+    api::start_nonblocking("MPI_Iallgather_c", comm, request, |c| api::plan::allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, c))
+});
+entry!(MPI_Iallgatherv / PMPI_Iallgatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, comm: c_int, request: *mut c_int) => {
+    if sendcount < 0 { return api::checks::negative_count("MPI_Iallgatherv", Some(comm), "sendcount", sendcount); }
+    if request.is_null() { return api::checks::null("MPI_Iallgatherv", Some(comm), "request"); }
+    api::start_nonblocking("MPI_Iallgatherv", comm, request, |c| api::plan::allgatherv(sendbuf, Count::from(sendcount), sendtype, recvbuf, Ints::Int(recvcounts), Ints::Int(displs), recvtype, c))
+});
+entry!(MPI_Iallgatherv_c / PMPI_Iallgatherv_c(sendbuf: *const c_void, sendcount: i64, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const i64, displs: *const i64, recvtype: c_int, comm: c_int, request: *mut c_int) => {
+    if sendcount < 0 { return api::checks::negative_count("MPI_Iallgatherv_c", Some(comm), "sendcount", sendcount); }
+    if request.is_null() { return api::checks::null("MPI_Iallgatherv_c", Some(comm), "request"); }
+    api::start_nonblocking("MPI_Iallgatherv_c", comm, request, |c| api::plan::allgatherv(sendbuf, sendcount, sendtype, recvbuf, Ints::Long(recvcounts), Ints::Long(displs), recvtype, c))
+});
+entry!(MPI_Iallreduce / PMPI_Iallreduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, comm: c_int, request: *mut c_int) => {
+    if count < 0 { return api::checks::negative_count("MPI_Iallreduce", Some(comm), "count", count); }
+    if request.is_null() { return api::checks::null("MPI_Iallreduce", Some(comm), "request"); }
+    api::start_nonblocking("MPI_Iallreduce", comm, request, |c| api::plan::allreduce(sendbuf, recvbuf, Count::from(count), datatype, op, c))
+});
+entry!(MPI_Iallreduce_c / PMPI_Iallreduce_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: c_int, op: c_int, comm: c_int, request: *mut c_int) => {
+    if count < 0 { return api::checks::negative_count("MPI_Iallreduce_c", Some(comm), "count", count); }
+    if request.is_null() { return api::checks::null("MPI_Iallreduce_c", Some(comm), "request"); }
+    api::start_nonblocking("MPI_Iallreduce_c", comm, request, |c| api::plan::allreduce(sendbuf, recvbuf, count, datatype, op, c))
+});
+entry!(MPI_Ialltoall / PMPI_Ialltoall(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int, request: *mut c_int) => {
+    if sendcount < 0 { return api::checks::negative_count("MPI_Ialltoall", Some(comm), "sendcount", sendcount); }
+    if recvcount < 0 { return api::checks::negative_count("MPI_Ialltoall", Some(comm), "recvcount", recvcount); }
+    if request.is_null() { return api::checks::null("MPI_Ialltoall", Some(comm), "request"); }
+    api::start_nonblocking("MPI_Ialltoall", comm, request, |c| api::plan::alltoall(sendbuf, Count::from(sendcount), sendtype, recvbuf, Count::from(recvcount), recvtype, c))
+});
+entry!(MPI_Ialltoall_c / PMPI_Ialltoall_c(sendbuf: *const c_void, sendcount: i64, sendtype: c_int, recvbuf: *mut c_void, recvcount: i64, recvtype: c_int, comm: c_int, request: *mut c_int) => {
+    if sendcount < 0 { return api::checks::negative_count("MPI_Ialltoall_c", Some(comm), "sendcount", sendcount); }
+    if recvcount < 0 { return api::checks::negative_count("MPI_Ialltoall_c", Some(comm), "recvcount", recvcount); }
+    if request.is_null() { return api::checks::null("MPI_Ialltoall_c", Some(comm), "request"); }
+    api::start_nonblocking("MPI_Ialltoall_c", comm, request, |c| api::plan::alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, c))
+});
+entry!(MPI_Ialltoallv / PMPI_Ialltoallv(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: c_int, comm: c_int, request: *mut c_int) => {
+    if request.is_null() { return api::checks::null("MPI_Ialltoallv", Some(comm), "request"); }
+    api::start_nonblocking("MPI_Ialltoallv", comm, request, |c| api::plan::alltoallv(sendbuf, Ints::Int(sendcounts), Ints::Int(sdispls), sendtype, recvbuf, Ints::Int(recvcounts), Ints::Int(rdispls), recvtype, c))
+});
+entry!(MPI_Ialltoallv_c / PMPI_Ialltoallv_c(sendbuf: *const c_void, sendcounts: *const i64, sdispls: *const i64, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const i64, rdispls: *const i64, recvtype: c_int, comm: c_int, request: *mut c_int) => {
+    if request.is_null() { return api::checks::null("MPI_Ialltoallv_c", Some(comm), "request"); }
+    api::start_nonblocking("MPI_Ialltoallv_c", comm, request, |c| api::plan::alltoallv(sendbuf, Ints::Long(sendcounts), Ints::Long(sdispls), sendtype, recvbuf, Ints::Long(recvcounts), Ints::Long(rdispls), recvtype, c))
+});
+entry!(MPI_Ialltoallw / PMPI_Ialltoallw(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtypes: *const c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtypes: *const c_int, comm: c_int, request: *mut c_int) => {
+    if request.is_null() { return api::checks::null("MPI_Ialltoallw", Some(comm), "request"); }
+    api::start_nonblocking("MPI_Ialltoallw", comm, request, |c| api::plan::alltoallw(sendbuf, Ints::Int(sendcounts), Ints::Int(sdispls), sendtypes, recvbuf, Ints::Int(recvcounts), Ints::Int(rdispls), recvtypes, c))
+});
+entry!(MPI_Ialltoallw_c / PMPI_Ialltoallw_c(sendbuf: *const c_void, sendcounts: *const i64, sdispls: *const i64, sendtypes: *const c_int, recvbuf: *mut c_void, recvcounts: *const i64, rdispls: *const i64, recvtypes: *const c_int, comm: c_int, request: *mut c_int) => {
+    if request.is_null() { return api::checks::null("MPI_Ialltoallw_c", Some(comm), "request"); }
+    api::start_nonblocking("MPI_Ialltoallw_c", comm, request, |c| api::plan::alltoallw(sendbuf, Ints::Long(sendcounts), Ints::Long(sdispls), sendtypes, recvbuf, Ints::Long(recvcounts), Ints::Long(rdispls), recvtypes, c))
+});
+entry!(MPI_Ibarrier / PMPI_Ibarrier(comm: c_int, request: *mut c_int) => {
+    if request.is_null() { return api::checks::null("MPI_Ibarrier", Some(comm), "request"); }
+    api::start_nonblocking("MPI_Ibarrier", comm, request, |c| api::plan::barrier(c))
+});
+entry!(MPI_Ibcast / PMPI_Ibcast(buffer: *mut c_void, count: c_int, datatype: c_int, root: c_int, comm: c_int, request: *mut c_int) => {
+    if count < 0 { return api::checks::negative_count("MPI_Ibcast", Some(comm), "count", count); }
+    if request.is_null() { return api::checks::null("MPI_Ibcast", Some(comm), "request"); }
+    api::start_nonblocking("MPI_Ibcast", comm, request, |c| api::plan::bcast(buffer, Count::from(count), datatype, root, c))
+});
+entry!(MPI_Ibcast_c / PMPI_Ibcast_c(buffer: *mut c_void, count: i64, datatype: c_int, root: c_int, comm: c_int, request: *mut c_int) => {
+    if count < 0 { return api::checks::negative_count("MPI_Ibcast_c", Some(comm), "count", count); }
+    if request.is_null() { return api::checks::null("MPI_Ibcast_c", Some(comm), "request"); }
+    api::start_nonblocking("MPI_Ibcast_c", comm, request, |c| api::plan::bcast(buffer, count, datatype, root, c))
+});
+entry!(MPI_Ibsend / PMPI_Ibsend(buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int, request: *mut c_int) => {
+    if count < 0 { return api::checks::negative_count("MPI_Ibsend", Some(comm), "count", count); }
+    if request.is_null() { return api::checks::null("MPI_Ibsend", Some(comm), "request"); }
+    api::ibsend("MPI_Ibsend", buf, Count::from(count), datatype, dest, tag, comm, request)
+});
+entry!(MPI_Ibsend_c / PMPI_Ibsend_c(buf: *const c_void, count: i64, datatype: c_int, dest: c_int, tag: c_int, comm: c_int, request: *mut c_int) => {
+    if count < 0 { return api::checks::negative_count("MPI_Ibsend_c", Some(comm), "count", count); }
+    if request.is_null() { return api::checks::null("MPI_Ibsend_c", Some(comm), "request"); }
+    api::ibsend("MPI_Ibsend_c", buf, count, datatype, dest, tag, comm, request)
+});
+entry!(MPI_Iexscan / PMPI_Iexscan(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, comm: c_int, request: *mut c_int) => {
+    if count < 0 { return api::checks::negative_count("MPI_Iexscan", Some(comm), "count", count); }
+    if request.is_null() { return api::checks::null("MPI_Iexscan", Some(comm), "request"); }
+    api::start_nonblocking("MPI_Iexscan", comm, request, |c| api::plan::exscan(sendbuf, recvbuf, Count::from(count), datatype, op, c))
+});
+entry!(MPI_Iexscan_c / PMPI_Iexscan_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: c_int, op: c_int, comm: c_int, request: *mut c_int) => {
+    if count < 0 { return api::checks::negative_count("MPI_Iexscan_c", Some(comm), "count", count); }
+    if request.is_null() { return api::checks::null("MPI_Iexscan_c", Some(comm), "request"); }
+    api::start_nonblocking("MPI_Iexscan_c", comm, request, |c| api::plan::exscan(sendbuf, recvbuf, count, datatype, op, c))
+});
+entry!(MPI_Igather / PMPI_Igather(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int, request: *mut c_int) => {
+    if sendcount < 0 { return api::checks::negative_count("MPI_Igather", Some(comm), "sendcount", sendcount); }
+    if recvcount < 0 { return api::checks::negative_count("MPI_Igather", Some(comm), "recvcount", recvcount); }
+    if request.is_null() { return api::checks::null("MPI_Igather", Some(comm), "request"); }
+    api::start_nonblocking("MPI_Igather", comm, request, |c| api::plan::gather(sendbuf, Count::from(sendcount), sendtype, recvbuf, Count::from(recvcount), recvtype, root, c))
+});
+entry!(MPI_Igather_c / PMPI_Igather_c(sendbuf: *const c_void, sendcount: i64, sendtype: c_int, recvbuf: *mut c_void, recvcount: i64, recvtype: c_int, root: c_int, comm: c_int, request: *mut c_int) => {
+    if sendcount < 0 { return api::checks::negative_count("MPI_Igather_c", Some(comm), "sendcount", sendcount); }
+    if recvcount < 0 { return api::checks::negative_count("MPI_Igather_c", Some(comm), "recvcount", recvcount); }
+    if request.is_null() { return api::checks::null("MPI_Igather_c", Some(comm), "request"); }
+    api::start_nonblocking("MPI_Igather_c", comm, request, |c| api::plan::gather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, c))
+});
+entry!(MPI_Igatherv / PMPI_Igatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, root: c_int, comm: c_int, request: *mut c_int) => {
+    if sendcount < 0 { return api::checks::negative_count("MPI_Igatherv", Some(comm), "sendcount", sendcount); }
+    if request.is_null() { return api::checks::null("MPI_Igatherv", Some(comm), "request"); }
+    api::start_nonblocking("MPI_Igatherv", comm, request, |c| api::plan::gatherv(sendbuf, Count::from(sendcount), sendtype, recvbuf, Ints::Int(recvcounts), Ints::Int(displs), recvtype, root, c))
+});
+entry!(MPI_Igatherv_c / PMPI_Igatherv_c(sendbuf: *const c_void, sendcount: i64, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const i64, displs: *const i64, recvtype: c_int, root: c_int, comm: c_int, request: *mut c_int) => {
+    if sendcount < 0 { return api::checks::negative_count("MPI_Igatherv_c", Some(comm), "sendcount", sendcount); }
+    if request.is_null() { return api::checks::null("MPI_Igatherv_c", Some(comm), "request"); }
+    api::start_nonblocking("MPI_Igatherv_c", comm, request, |c| api::plan::gatherv(sendbuf, sendcount, sendtype, recvbuf, Ints::Long(recvcounts), Ints::Long(displs), recvtype, root, c))
+});
+entry!(MPI_Improbe / PMPI_Improbe(source: c_int, tag: c_int, comm: c_int, flag: *mut c_int, message: *mut c_int, status: *mut Status) => {
+    if flag.is_null() { return api::checks::null("MPI_Improbe", Some(comm), "flag"); }
+    if message.is_null() { return api::checks::null("MPI_Improbe", Some(comm), "message"); }
+    api::improbe(source, tag, comm, flag, message, status)
+});
+entry!(MPI_Imrecv / PMPI_Imrecv(buf: *mut c_void, count: c_int, datatype: c_int, message: *mut c_int, request: *mut c_int) => {
+    if count < 0 { return api::checks::negative_count("MPI_Imrecv", None, "count", count); }
+    if message.is_null() { return api::checks::null("MPI_Imrecv", None, "message"); }
+    if request.is_null() { return api::checks::null("MPI_Imrecv", None, "request"); }
+    api::imrecv("MPI_Imrecv", buf, Count::from(count), datatype, message, request)
+});
+entry!(MPI_Imrecv_c / PMPI_Imrecv_c(buf: *mut c_void, count: i64, datatype: c_int, message: *mut c_int, request: *mut c_int) => {
+    if count < 0 { return api::checks::negative_count("MPI_Imrecv_c", None, "count", count); }
+    if message.is_null() { return api::checks::null("MPI_Imrecv_c", None, "message"); }
+    if request.is_null() { return api::checks::null("MPI_Imrecv_c", None, "request"); }
+    api::imrecv("MPI_Imrecv_c", buf, count, datatype, message, request)
+});
+entry!(MPI_Ineighbor_allgather / PMPI_Ineighbor_allgather(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int, request: *mut c_int) => {
+    if sendcount < 0 { return api::checks::negative_count("MPI_Ineighbor_allgather", Some(comm), "sendcount", sendcount); }
+    if recvcount < 0 { return api::checks::negative_count("MPI_Ineighbor_allgather", Some(comm), "recvcount", recvcount); }
+    if request.is_null() { return api::checks::null("MPI_Ineighbor_allgather", Some(comm), "request"); }
+    api::start_nonblocking("MPI_Ineighbor_allgather", comm, request, |c| api::neighbor::neighbor_allgather(sendbuf, Count::from(sendcount), sendtype, recvbuf, Count::from(recvcount), recvtype, c))
+});
+entry!(MPI_Ineighbor_allgather_c / PMPI_Ineighbor_allgather_c(sendbuf: *const c_void, sendcount: i64, sendtype: c_int, recvbuf: *mut c_void, recvcount: i64, recvtype: c_int, comm: c_int, request: *mut c_int) => {
+    if sendcount < 0 { return api::checks::negative_count("MPI_Ineighbor_allgather_c", Some(comm), "sendcount", sendcount); }
+    if recvcount < 0 { return api::checks::negative_count("MPI_Ineighbor_allgather_c", Some(comm), "recvcount", recvcount); }
+    if request.is_null() { return api::checks::null("MPI_Ineighbor_allgather_c", Some(comm), "request"); }
+    api::start_nonblocking("MPI_Ineighbor_allgather_c", comm, request, |c| api::neighbor::neighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, c))
+});
+entry!(MPI_Ineighbor_allgatherv / PMPI_Ineighbor_allgatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, comm: c_int, request: *mut c_int) => {
+    if sendcount < 0 { return api::checks::negative_count("MPI_Ineighbor_allgatherv", Some(comm), "sendcount", sendcount); }
+    if request.is_null() { return api::checks::null("MPI_Ineighbor_allgatherv", Some(comm), "request"); }
+    api::start_nonblocking("MPI_Ineighbor_allgatherv", comm, request, |c| api::neighbor::neighbor_allgatherv(sendbuf, Count::from(sendcount), sendtype, recvbuf, Ints::Int(recvcounts), Ints::Int(displs), recvtype, c))
+});
+entry!(MPI_Ineighbor_allgatherv_c / PMPI_Ineighbor_allgatherv_c(sendbuf: *const c_void, sendcount: i64, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const i64, displs: *const i64, recvtype: c_int, comm: c_int, request: *mut c_int) => {
+    if sendcount < 0 { return api::checks::negative_count("MPI_Ineighbor_allgatherv_c", Some(comm), "sendcount", sendcount); }
+    if request.is_null() { return api::checks::null("MPI_Ineighbor_allgatherv_c", Some(comm), "request"); }
+    api::start_nonblocking("MPI_Ineighbor_allgatherv_c", comm, request, |c| api::neighbor::neighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, Ints::Long(recvcounts), Ints::Long(displs), recvtype, c))
+});
+entry!(MPI_Ineighbor_alltoall / PMPI_Ineighbor_alltoall(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int, request: *mut c_int) => {
+    if sendcount < 0 { return api::checks::negative_count("MPI_Ineighbor_alltoall", Some(comm), "sendcount", sendcount); }
+    if recvcount < 0 { return api::checks::negative_count("MPI_Ineighbor_alltoall", Some(comm), "recvcount", recvcount); }
+    if request.is_null() { return api::checks::null("MPI_Ineighbor_alltoall", Some(comm), "request"); }
+    api::start_nonblocking("MPI_Ineighbor_alltoall", comm, request, |c| api::neighbor::neighbor_alltoall(sendbuf, Count::from(sendcount), sendtype, recvbuf, Count::from(recvcount), recvtype, c))
+});
+entry!(MPI_Ineighbor_alltoall_c / PMPI_Ineighbor_alltoall_c(sendbuf: *const c_void, sendcount: i64, sendtype: c_int, recvbuf: *mut c_void, recvcount: i64, recvtype: c_int, comm: c_int, request: *mut c_int) => {
+    if sendcount < 0 { return api::checks::negative_count("MPI_Ineighbor_alltoall_c", Some(comm), "sendcount", sendcount); }
+    if recvcount < 0 { return api::checks::negative_count("MPI_Ineighbor_alltoall_c", Some(comm), "recvcount", recvcount); }
+    if request.is_null() { return api::checks::null("MPI_Ineighbor_alltoall_c", Some(comm), "request"); }
+    api::start_nonblocking("MPI_Ineighbor_alltoall_c", comm, request, |c| api::neighbor::neighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, c))
+});
+entry!(MPI_Ineighbor_alltoallv / PMPI_Ineighbor_alltoallv(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: c_int, comm: c_int, request: *mut c_int) => {
+    if request.is_null() { return api::checks::null("MPI_Ineighbor_alltoallv", Some(comm), "request"); }
+    api::start_nonblocking("MPI_Ineighbor_alltoallv", comm, request, |c| api::neighbor::neighbor_alltoallv(sendbuf, Ints::Int(sendcounts), Ints::Int(sdispls), sendtype, recvbuf, Ints::Int(recvcounts), Ints::Int(rdispls), recvtype, c))
+});
+entry!(MPI_Ineighbor_alltoallv_c / PMPI_Ineighbor_alltoallv_c(sendbuf: *const c_void, sendcounts: *const i64, sdispls: *const i64, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const i64, rdispls: *const i64, recvtype: c_int, comm: c_int, request: *mut c_int) => {
+    if request.is_null() { return api::checks::null("MPI_Ineighbor_alltoallv_c", Some(comm), "request"); }
+    api::start_nonblocking("MPI_Ineighbor_alltoallv_c", comm, request, |c| api::neighbor::neighbor_alltoallv(sendbuf, Ints::Long(sendcounts), Ints::Long(sdispls), sendtype, recvbuf, Ints::Long(recvcounts), Ints::Long(rdispls), recvtype, c))
+});
+entry!(MPI_Ineighbor_alltoallw / PMPI_Ineighbor_alltoallw(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const i64, sendtypes: *const c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const i64, recvtypes: *const c_int, comm: c_int, request: *mut c_int) => {
+    if request.is_null() { return api::checks::null("MPI_Ineighbor_alltoallw", Some(comm), "request"); }
+    api::start_nonblocking("MPI_Ineighbor_alltoallw", comm, request, |c| api::neighbor::neighbor_alltoallw(sendbuf, Ints::Int(sendcounts), Ints::Long(sdispls), sendtypes, recvbuf, Ints::Int(recvcounts), Ints::Long(rdispls), recvtypes, c))
+});
+entry!(MPI_Ineighbor_alltoallw_c / PMPI_Ineighbor_alltoallw_c(sendbuf: *const c_void, sendcounts: *const i64, sdispls: *const i64, sendtypes: *const c_int, recvbuf: *mut c_void, recvcounts: *const i64, rdispls: *const i64, recvtypes: *const c_int, comm: c_int, request: *mut c_int) => {
+    if request.is_null() { return api::checks::null("MPI_Ineighbor_alltoallw_c", Some(comm), "request"); }
+    api::start_nonblocking("MPI_Ineighbor_alltoallw_c", comm, request, |c| api::neighbor::neighbor_alltoallw(sendbuf, Ints::Long(sendcounts), Ints::Long(sdispls), sendtypes, recvbuf, Ints::Long(recvcounts), Ints::Long(rdispls), recvtypes, c))
+});
+entry!(MPI_Info_create / PMPI_Info_create(info: *mut c_int) => {
+    if info.is_null() { return api::checks::null("MPI_Info_create", None, "info"); }
+    api::info::info_create(info)
+});
+entry!(MPI_Info_create_env / PMPI_Info_create_env(argc: c_int, argv: *mut *mut c_char, info: *mut c_int) => {
+    if info.is_null() { return api::checks::null("MPI_Info_create_env", None, "info"); }
+    api::info::info_create_env(argc, argv, info)
+});
 entry!(MPI_Info_delete / PMPI_Info_delete(info: c_int, key: *const c_char) => api::info::info_delete(info, key));
-entry!(MPI_Info_dup / PMPI_Info_dup(info: c_int, newinfo: *mut c_int) => api::info::info_dup(info, newinfo));
-entry!(MPI_Info_free / PMPI_Info_free(info: *mut c_int) => api::info::info_free(info));
-entry!(MPI_Info_get / PMPI_Info_get(info: c_int, key: *const c_char, valuelen: c_int, value: *mut c_char, flag: *mut c_int) => api::info::info_get(info, key, valuelen, value, flag));
-entry!(MPI_Info_get_nkeys / PMPI_Info_get_nkeys(info: c_int, nkeys: *mut c_int) => api::info::info_get_nkeys(info, nkeys));
+entry!(MPI_Info_dup / PMPI_Info_dup(info: c_int, newinfo: *mut c_int) => {
+    if newinfo.is_null() { return api::checks::null("MPI_Info_dup", None, "newinfo"); }
+    api::info::info_dup(info, newinfo)
+});
+entry!(MPI_Info_free / PMPI_Info_free(info: *mut c_int) => {
+    if info.is_null() { return api::checks::null("MPI_Info_free", None, "info"); }
+    api::info::info_free(info)
+});
+entry!(MPI_Info_get / PMPI_Info_get(info: c_int, key: *const c_char, valuelen: c_int, value: *mut c_char, flag: *mut c_int) => {
+    if flag.is_null() { return api::checks::null("MPI_Info_get", None, "flag"); }
+    api::info::info_get(info, key, valuelen, value, flag)
+});
+entry!(MPI_Info_get_nkeys / PMPI_Info_get_nkeys(info: c_int, nkeys: *mut c_int) => {
+    if nkeys.is_null() { return api::checks::null("MPI_Info_get_nkeys", None, "nkeys"); }
+    api::info::info_get_nkeys(info, nkeys)
+});
 entry!(MPI_Info_get_nthkey / PMPI_Info_get_nthkey(info: c_int, n: c_int, key: *mut c_char) => api::info::info_get_nthkey(info, n, key));
-entry!(MPI_Info_get_string / PMPI_Info_get_string(info: c_int, key: *const c_char, buflen: *mut c_int, value: *mut c_char, flag: *mut c_int) => api::info::info_get_string(info, key, buflen, value, flag));
-entry!(MPI_Info_get_valuelen / PMPI_Info_get_valuelen(info: c_int, key: *const c_char, valuelen: *mut c_int, flag: *mut c_int) => api::info::info_get_valuelen(info, key, valuelen, flag));
+entry!(MPI_Info_get_string / PMPI_Info_get_string(info: c_int, key: *const c_char, buflen: *mut c_int, value: *mut c_char, flag: *mut c_int) => {
+    if buflen.is_null() { return api::checks::null("MPI_Info_get_string", None, "buflen"); }
+    if flag.is_null() { return api::checks::null("MPI_Info_get_string", None, "flag"); }
+    api::info::info_get_string(info, key, buflen, value, flag)
+});
+entry!(MPI_Info_get_valuelen / PMPI_Info_get_valuelen(info: c_int, key: *const c_char, valuelen: *mut c_int, flag: *mut c_int) => {
+    if valuelen.is_null() { return api::checks::null("MPI_Info_get_valuelen", None, "valuelen"); }
+    if flag.is_null() { return api::checks::null("MPI_Info_get_valuelen", None, "flag"); }
+    api::info::info_get_valuelen(info, key, valuelen, flag)
+});
 entry!(MPI_Info_set / PMPI_Info_set(info: c_int, key: *const c_char, value: *const c_char) => api::info::info_set(info, key, value));
 entry!(MPI_Init / PMPI_Init(argc: *mut c_int, argv: *mut *mut *mut c_char) => api::init(argc, argv));
-entry!(MPI_Init_thread / PMPI_Init_thread(argc: *mut c_int, argv: *mut *mut *mut c_char, required: c_int, provided: *mut c_int) => api::init_thread(argc, argv, required, provided));
-entry!(MPI_Initialized / PMPI_Initialized(flag: *mut c_int) => api::initialized(flag));
-entry!(MPI_Intercomm_create / PMPI_Intercomm_create(local_comm: c_int, local_leader: c_int, peer_comm: c_int, remote_leader: c_int, tag: c_int, newintercomm: *mut c_int) => api::intercomm_create("MPI_Intercomm_create", local_comm, local_leader, peer_comm, remote_leader, tag, newintercomm));
-entry!(MPI_Intercomm_create_from_groups / PMPI_Intercomm_create_from_groups(local_group: c_int, local_leader: c_int, remote_group: c_int, remote_leader: c_int, stringtag: *const c_char, info: c_int, errhandler: c_int, newintercomm: *mut c_int) => api::intercomm_create_from_groups("MPI_Intercomm_create_from_groups", local_group, local_leader, remote_group, remote_leader, stringtag, info, errhandler, newintercomm));
-entry!(MPI_Intercomm_merge / PMPI_Intercomm_merge(intercomm: c_int, high: c_int, newintracomm: *mut c_int) => api::intercomm_merge("MPI_Intercomm_merge", intercomm, high, newintracomm));
-entry!(MPI_Iprobe / PMPI_Iprobe(source: c_int, tag: c_int, comm: c_int, flag: *mut c_int, status: *mut Status) => api::iprobe(source, tag, comm, flag, status));
-entry!(MPI_Irecv / PMPI_Irecv(buf: *mut c_void, count: c_int, datatype: c_int, source: c_int, tag: c_int, comm: c_int, request: *mut c_int) => api::irecv("MPI_Irecv", buf, Count::from(count), datatype, source, tag, comm, request));
-entry!(MPI_Irecv_c / PMPI_Irecv_c(buf: *mut c_void, count: i64, datatype: c_int, source: c_int, tag: c_int, comm: c_int, request: *mut c_int) => api::irecv("MPI_Irecv_c", buf, count, datatype, source, tag, comm, request));
-entry!(MPI_Ireduce / PMPI_Ireduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, root: c_int, comm: c_int, request: *mut c_int) => api::start_nonblocking("MPI_Ireduce", comm, request, |c| api::plan::reduce(sendbuf, recvbuf, Count::from(count), datatype, op, root, c)));
-entry!(MPI_Ireduce_c / PMPI_Ireduce_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: c_int, op: c_int, root: c_int, comm: c_int, request: *mut c_int) => api::start_nonblocking("MPI_Ireduce_c", comm, request, |c| api::plan::reduce(sendbuf, recvbuf, count, datatype, op, root, c)));
-entry!(MPI_Ireduce_scatter / PMPI_Ireduce_scatter(sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: c_int, op: c_int, comm: c_int, request: *mut c_int) => api::start_nonblocking("MPI_Ireduce_scatter", comm, request, |c| api::plan::reduce_scatter(sendbuf, recvbuf, RecvCounts::Int(recvcounts), datatype, op, c)));
-entry!(MPI_Ireduce_scatter_block / PMPI_Ireduce_scatter_block(sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: c_int, op: c_int, comm: c_int, request: *mut c_int) => api::start_nonblocking("MPI_Ireduce_scatter_block", comm, request, |c| api::plan::reduce_scatter_block(sendbuf, recvbuf, Count::from(recvcount), datatype, op, c)));
-entry!(MPI_Ireduce_scatter_block_c / PMPI_Ireduce_scatter_block_c(sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: i64, datatype: c_int, op: c_int, comm: c_int, request: *mut c_int) => api::start_nonblocking("MPI_Ireduce_scatter_block_c", comm, request, |c| api::plan::reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, c)));
-entry!(MPI_Ireduce_scatter_c / PMPI_Ireduce_scatter_c(sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const i64, datatype: c_int, op: c_int, comm: c_int, request: *mut c_int) => api::start_nonblocking("MPI_Ireduce_scatter_c", comm, request, |c| api::plan::reduce_scatter(sendbuf, recvbuf, RecvCounts::Count(recvcounts), datatype, op, c)));
-entry!(MPI_Is_thread_main / PMPI_Is_thread_main(flag: *mut c_int) => api::is_thread_main(flag));
-entry!(MPI_Iscan / PMPI_Iscan(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, comm: c_int, request: *mut c_int) => api::start_nonblocking("MPI_Iscan", comm, request, |c| api::plan::scan(sendbuf, recvbuf, Count::from(count), datatype, op, c)));
-entry!(MPI_Iscan_c / PMPI_Iscan_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: c_int, op: c_int, comm: c_int, request: *mut c_int) => api::start_nonblocking("MPI_Iscan_c", comm, request, |c| api::plan::scan(sendbuf, recvbuf, count, datatype, op, c)));
-entry!(MPI_Iscatter / PMPI_Iscatter(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int, request: *mut c_int) => api::start_nonblocking("MPI_Iscatter", comm, request, |c| api::plan::scatter(sendbuf, Count::from(sendcount), sendtype, recvbuf, Count::from(recvcount), recvtype, root, c)));
-entry!(MPI_Iscatter_c / PMPI_Iscatter_c(sendbuf: *const c_void, sendcount: i64, sendtype: c_int, recvbuf: *mut c_void, recvcount: i64, recvtype: c_int, root: c_int, comm: c_int, request: *mut c_int) => api::start_nonblocking("MPI_Iscatter_c", comm, request, |c| api::plan::scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, c)));
-entry!(MPI_Iscatterv / PMPI_Iscatterv(sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int, request: *mut c_int) => api::start_nonblocking("MPI_Iscatterv", comm, request, |c| api::plan::scatterv(sendbuf, Ints::Int(sendcounts), Ints::Int(displs), sendtype, recvbuf, Count::from(recvcount), recvtype, root, c)));
-entry!(MPI_Iscatterv_c / PMPI_Iscatterv_c(sendbuf: *const c_void, sendcounts: *const i64, displs: *const i64, sendtype: c_int, recvbuf: *mut c_void, recvcount: i64, recvtype: c_int, root: c_int, comm: c_int, request: *mut c_int) => api::start_nonblocking("MPI_Iscatterv_c", comm, request, |c| api::plan::scatterv(sendbuf, Ints::Long(sendcounts), Ints::Long(displs), sendtype, recvbuf, recvcount, recvtype, root, c)));
-entry!(MPI_Isend / PMPI_Isend(buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int, request: *mut c_int) => api::isend("MPI_Isend", buf, Count::from(count), datatype, dest, tag, comm, request));
-entry!(MPI_Isend_c / PMPI_Isend_c(buf: *const c_void, count: i64, datatype: c_int, dest: c_int, tag: c_int, comm: c_int, request: *mut c_int) => api::isend("MPI_Isend_c", buf, count, datatype, dest, tag, comm, request));
-entry!(MPI_Isendrecv / PMPI_Isendrecv(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, dest: c_int, sendtag: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, source: c_int, recvtag: c_int, comm: c_int, request: *mut c_int) => api::isendrecv("MPI_Isendrecv", sendbuf, Count::from(sendcount), sendtype, dest, sendtag, recvbuf, Count::from(recvcount), recvtype, source, recvtag, comm, request));
-entry!(MPI_Isendrecv_c / PMPI_Isendrecv_c(sendbuf: *const c_void, sendcount: i64, sendtype: c_int, dest: c_int, sendtag: c_int, recvbuf: *mut c_void, recvcount: i64, recvtype: c_int, source: c_int, recvtag: c_int, comm: c_int, request: *mut c_int) => api::isendrecv("MPI_Isendrecv_c", sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, request));
-entry!(MPI_Isendrecv_replace / PMPI_Isendrecv_replace(buf: *mut c_void, count: c_int, datatype: c_int, dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int, comm: c_int, request: *mut c_int) => api::isendrecv_replace("MPI_Isendrecv_replace", buf, Count::from(count), datatype, dest, sendtag, source, recvtag, comm, request));
-entry!(MPI_Isendrecv_replace_c / PMPI_Isendrecv_replace_c(buf: *mut c_void, count: i64, datatype: c_int, dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int, comm: c_int, request: *mut c_int) => api::isendrecv_replace("MPI_Isendrecv_replace_c", buf, count, datatype, dest, sendtag, source, recvtag, comm, request));
-entry!(MPI_Issend / PMPI_Issend(buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int, request: *mut c_int) => api::issend("MPI_Issend", buf, Count::from(count), datatype, dest, tag, comm, request));
-entry!(MPI_Issend_c / PMPI_Issend_c(buf: *const c_void, count: i64, datatype: c_int, dest: c_int, tag: c_int, comm: c_int, request: *mut c_int) => api::issend("MPI_Issend_c", buf, count, datatype, dest, tag, comm, request));
-entry!(MPI_Mprobe / PMPI_Mprobe(source: c_int, tag: c_int, comm: c_int, message: *mut c_int, status: *mut Status) => api::mprobe(source, tag, comm, message, status));
-entry!(MPI_Mrecv / PMPI_Mrecv(buf: *mut c_void, count: c_int, datatype: c_int, message: *mut c_int, status: *mut Status) => api::mrecv("MPI_Mrecv", buf, Count::from(count), datatype, message, status));
-entry!(MPI_Mrecv_c / PMPI_Mrecv_c(buf: *mut c_void, count: i64, datatype: c_int, message: *mut c_int, status: *mut Status) => api::mrecv("MPI_Mrecv_c", buf, count, datatype, message, status));
-entry!(MPI_Neighbor_allgather / PMPI_Neighbor_allgather(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int) => api::run_blocking("MPI_Neighbor_allgather", comm, |c| api::neighbor::neighbor_allgather(sendbuf, Count::from(sendcount), sendtype, recvbuf, Count::from(recvcount), recvtype, c)));
-entry!(MPI_Neighbor_allgather_c / PMPI_Neighbor_allgather_c(sendbuf: *const c_void, sendcount: i64, sendtype: c_int, recvbuf: *mut c_void, recvcount: i64, recvtype: c_int, comm: c_int) => api::run_blocking("MPI_Neighbor_allgather_c", comm, |c| api::neighbor::neighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, c)));
-entry!(MPI_Neighbor_allgather_init / PMPI_Neighbor_allgather_init(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int, info: c_int, request: *mut c_int) => api::start_persistent("MPI_Neighbor_allgather_init", comm, info, request, |c| api::neighbor::neighbor_allgather(sendbuf, Count::from(sendcount), sendtype, recvbuf, Count::from(recvcount), recvtype, c)));
-entry!(MPI_Neighbor_allgather_init_c / PMPI_Neighbor_allgather_init_c(sendbuf: *const c_void, sendcount: i64, sendtype: c_int, recvbuf: *mut c_void, recvcount: i64, recvtype: c_int, comm: c_int, info: c_int, request: *mut c_int) => api::start_persistent("MPI_Neighbor_allgather_init_c", comm, info, request, |c| api::neighbor::neighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, c)));
-entry!(MPI_Neighbor_allgatherv / PMPI_Neighbor_allgatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, comm: c_int) => api::run_blocking("MPI_Neighbor_allgatherv", comm, |c| api::neighbor::neighbor_allgatherv(sendbuf, Count::from(sendcount), sendtype, recvbuf, Ints::Int(recvcounts), Ints::Int(displs), recvtype, c)));
-entry!(MPI_Neighbor_allgatherv_c / PMPI_Neighbor_allgatherv_c(sendbuf: *const c_void, sendcount: i64, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const i64, displs: *const i64, recvtype: c_int, comm: c_int) => api::run_blocking("MPI_Neighbor_allgatherv_c", comm, |c| api::neighbor::neighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, Ints::Long(recvcounts), Ints::Long(displs), recvtype, c)));
-entry!(MPI_Neighbor_allgatherv_init / PMPI_Neighbor_allgatherv_init(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, comm: c_int, info: c_int, request: *mut c_int) => api::start_persistent("MPI_Neighbor_allgatherv_init", comm, info, request, |c| api::neighbor::neighbor_allgatherv(sendbuf, Count::from(sendcount), sendtype, recvbuf, Ints::Int(recvcounts), Ints::Int(displs), recvtype, c)));
-entry!(MPI_Neighbor_allgatherv_init_c / PMPI_Neighbor_allgatherv_init_c(sendbuf: *const c_void, sendcount: i64, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const i64, displs: *const i64, recvtype: c_int, comm: c_int, info: c_int, request: *mut c_int) => api::start_persistent("MPI_Neighbor_allgatherv_init_c", comm, info, request, |c| api::neighbor::neighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, Ints::Long(recvcounts), Ints::Long(displs), recvtype, c)));
-entry!(MPI_Neighbor_alltoall / PMPI_Neighbor_alltoall(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int) => api::run_blocking("MPI_Neighbor_alltoall", comm, |c| api::neighbor::neighbor_alltoall(sendbuf, Count::from(sendcount), sendtype, recvbuf, Count::from(recvcount), recvtype, c)));
-entry!(MPI_Neighbor_alltoall_c / PMPI_Neighbor_alltoall_c(sendbuf: *const c_void, sendcount: i64, sendtype: c_int, recvbuf: *mut c_void, recvcount: i64, recvtype: c_int, comm: c_int) => api::run_blocking("MPI_Neighbor_alltoall_c", comm, |c| api::neighbor::neighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, c)));
-entry!(MPI_Neighbor_alltoall_init / PMPI_Neighbor_alltoall_init(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int, info: c_int, request: *mut c_int) => api::start_persistent("MPI_Neighbor_alltoall_init", comm, info, request, |c| api::neighbor::neighbor_alltoall(sendbuf, Count::from(sendcount), sendtype, recvbuf, Count::from(recvcount), recvtype, c)));
-entry!(MPI_Neighbor_alltoall_init_c / PMPI_Neighbor_alltoall_init_c(sendbuf: *const c_void, sendcount: i64, sendtype: c_int, recvbuf: *mut c_void, recvcount: i64, recvtype: c_int, comm: c_int, info: c_int, request: *mut c_int) => api::start_persistent("MPI_Neighbor_alltoall_init_c", comm, info, request, |c| api::neighbor::neighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, c)));
+entry!(MPI_Init_thread / PMPI_Init_thread(argc: *mut c_int, argv: *mut *mut *mut c_char, required: c_int, provided: *mut c_int) => {
+    if provided.is_null() { return api::checks::null("MPI_Init_thread", None, "provided"); }
+    api::init_thread(argc, argv, required, provided)
+});
+entry!(MPI_Initialized / PMPI_Initialized(flag: *mut c_int) => {
+    if flag.is_null() { return api::checks::null("MPI_Initialized", None, "flag"); }
+    api::initialized(flag)
+});
+entry!(MPI_Intercomm_create / PMPI_Intercomm_create(local_comm: c_int, local_leader: c_int, peer_comm: c_int, remote_leader: c_int, tag: c_int, newintercomm: *mut c_int) => {
+    if newintercomm.is_null() { return api::checks::null("MPI_Intercomm_create", Some(local_comm), "newintercomm"); }
+    api::intercomm_create("MPI_Intercomm_create", local_comm, local_leader, peer_comm, remote_leader, tag, newintercomm)
+});
+entry!(MPI_Intercomm_create_from_groups / PMPI_Intercomm_create_from_groups(local_group: c_int, local_leader: c_int, remote_group: c_int, remote_leader: c_int, stringtag: *const c_char, info: c_int, errhandler: c_int, newintercomm: *mut c_int) => {
+    if newintercomm.is_null() { return api::checks::null("MPI_Intercomm_create_from_groups", None, "newintercomm"); }
+    api::intercomm_create_from_groups("MPI_Intercomm_create_from_groups", local_group, local_leader, remote_group, remote_leader, stringtag, info, errhandler, newintercomm)
+});
+entry!(MPI_Intercomm_merge / PMPI_Intercomm_merge(intercomm: c_int, high: c_int, newintracomm: *mut c_int) => {
+    if newintracomm.is_null() { return api::checks::null("MPI_Intercomm_merge", Some(intercomm), "newintracomm"); }
+    api::intercomm_merge("MPI_Intercomm_merge", intercomm, high, newintracomm)
+});
+entry!(MPI_Iprobe / PMPI_Iprobe(source: c_int, tag: c_int, comm: c_int, flag: *mut c_int, status: *mut Status) => {
+    if flag.is_null() { return api::checks::null("MPI_Iprobe", Some(comm), "flag"); }
+    api::iprobe(source, tag, comm, flag, status)
+});
+entry!(MPI_Irecv / PMPI_Irecv(buf: *mut c_void, count: c_int, datatype: c_int, source: c_int, tag: c_int, comm: c_int, request: *mut c_int) => {
+    if count < 0 { return api::checks::negative_count("MPI_Irecv", Some(comm), "count", count); }
+    if request.is_null() { return api::checks::null("MPI_Irecv", Some(comm), "request"); }
+    api::irecv("MPI_Irecv", buf, Count::from(count), datatype, source, tag, comm, request)
+});
+entry!(MPI_Irecv_c / PMPI_Irecv_c(buf: *mut c_void, count: i64, datatype: c_int, source: c_int, tag: c_int, comm: c_int, request: *mut c_int) => {
+    if count < 0 { return api::checks::negative_count("MPI_Irecv_c", Some(comm), "count", count); }
+    if request.is_null() { return api::checks::null("MPI_Irecv_c", Some(comm), "request"); }
+    api::irecv("MPI_Irecv_c", buf, count, datatype, source, tag, comm, request)
+});
+entry!(MPI_Ireduce / PMPI_Ireduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, root: c_int, comm: c_int, request: *mut c_int) => {
+    if count < 0 { return api::checks::negative_count("MPI_Ireduce", Some(comm), "count", count); }
+    if request.is_null() { return api::checks::null("MPI_Ireduce", Some(comm), "request"); }
+    api::start_nonblocking("MPI_Ireduce", comm, request, |c| api::plan::reduce(sendbuf, recvbuf, Count::from(count), datatype, op, root, c))
+});
+entry!(MPI_Ireduce_c / PMPI_Ireduce_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: c_int, op: c_int, root: c_int, comm: c_int, request: *mut c_int) => {
+    if count < 0 { return api::checks::negative_count("MPI_Ireduce_c", Some(comm), "count", count); }
+    if request.is_null() { return api::checks::null("MPI_Ireduce_c", Some(comm), "request"); }
+    api::start_nonblocking("MPI_Ireduce_c", comm, request, |c| api::plan::reduce(sendbuf, recvbuf, count, datatype, op, root, c))
+});
+entry!(MPI_Ireduce_scatter / PMPI_Ireduce_scatter(sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: c_int, op: c_int, comm: c_int, request: *mut c_int) => {
+    if request.is_null() { return api::checks::null("MPI_Ireduce_scatter", Some(comm), "request"); }
+    api::start_nonblocking("MPI_Ireduce_scatter", comm, request, |c| api::plan::reduce_scatter(sendbuf, recvbuf, RecvCounts::Int(recvcounts), datatype, op, c))
+});
+entry!(MPI_Ireduce_scatter_block / PMPI_Ireduce_scatter_block(sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: c_int, op: c_int, comm: c_int, request: *mut c_int) => {
+    if recvcount < 0 { return api::checks::negative_count("MPI_Ireduce_scatter_block", Some(comm), "recvcount", recvcount); }
+    if request.is_null() { return api::checks::null("MPI_Ireduce_scatter_block", Some(comm), "request"); }
+    api::start_nonblocking("MPI_Ireduce_scatter_block", comm, request, |c| api::plan::reduce_scatter_block(sendbuf, recvbuf, Count::from(recvcount), datatype, op, c))
+});
+entry!(MPI_Ireduce_scatter_block_c / PMPI_Ireduce_scatter_block_c(sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: i64, datatype: c_int, op: c_int, comm: c_int, request: *mut c_int) => {
+    if recvcount < 0 { return api::checks::negative_count("MPI_Ireduce_scatter_block_c", Some(comm), "recvcount", recvcount); }
+    if request.is_null() { return api::checks::null("MPI_Ireduce_scatter_block_c", Some(comm), "request"); }
+    api::start_nonblocking("MPI_Ireduce_scatter_block_c", comm, request, |c| api::plan::reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, c))
+});
+entry!(MPI_Ireduce_scatter_c / PMPI_Ireduce_scatter_c(sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const i64, datatype: c_int, op: c_int, comm: c_int, request: *mut c_int) => {
+    if request.is_null() { return api::checks::null("MPI_Ireduce_scatter_c", Some(comm), "request"); }
+    api::start_nonblocking("MPI_Ireduce_scatter_c", comm, request, |c| api::plan::reduce_scatter(sendbuf, recvbuf, RecvCounts::Count(recvcounts), datatype, op, c))
+});
+entry!(MPI_Is_thread_main / PMPI_Is_thread_main(flag: *mut c_int) => {
+    if flag.is_null() { return api::checks::null("MPI_Is_thread_main", None, "flag"); }
+    api::is_thread_main(flag)
+});
+entry!(MPI_Iscan / PMPI_Iscan(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, comm: c_int, request: *mut c_int) => {
+    if count < 0 { return api::checks::negative_count("MPI_Iscan", Some(comm), "count", count); }
+    if request.is_null() { return api::checks::null("MPI_Iscan", Some(comm), "request"); }
+    api::start_nonblocking("MPI_Iscan", comm, request, |c| api::plan::scan(sendbuf, recvbuf, Count::from(count), datatype, op, c))
+});
+entry!(MPI_Iscan_c / PMPI_Iscan_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: c_int, op: c_int, comm: c_int, request: *mut c_int) => {
+    if count < 0 { return api::checks::negative_count("MPI_Iscan_c", Some(comm), "count", count); }
+    if request.is_null() { return api::checks::null("MPI_Iscan_c", Some(comm), "request"); }
+    api::start_nonblocking("MPI_Iscan_c", comm, request, |c| api::plan::scan(sendbuf, recvbuf, count, datatype, op, c))
+});
+entry!(MPI_Iscatter / PMPI_Iscatter(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int, request: *mut c_int) => {
+    if sendcount < 0 { return api::checks::negative_count("MPI_Iscatter", Some(comm), "sendcount", sendcount); }
+    if recvcount < 0 { return api::checks::negative_count("MPI_Iscatter", Some(comm), "recvcount", recvcount); }
+    if request.is_null() { return api::checks::null("MPI_Iscatter", Some(comm), "request"); }
+    api::start_nonblocking("MPI_Iscatter", comm, request, |c| api::plan::scatter(sendbuf, Count::from(sendcount), sendtype, recvbuf, Count::from(recvcount), recvtype, root, c))
+});
+entry!(MPI_Iscatter_c / PMPI_Iscatter_c(sendbuf: *const c_void, sendcount: i64, sendtype: c_int, recvbuf: *mut c_void, recvcount: i64, recvtype: c_int, root: c_int, comm: c_int, request: *mut c_int) => {
+    if sendcount < 0 { return api::checks::negative_count("MPI_Iscatter_c", Some(comm), "sendcount", sendcount); }
+    if recvcount < 0 { return api::checks::negative_count("MPI_Iscatter_c", Some(comm), "recvcount", recvcount); }
+    if request.is_null() { return api::checks::null("MPI_Iscatter_c", Some(comm), "request"); }
+    api::start_nonblocking("MPI_Iscatter_c", comm, request, |c| api::plan::scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, c))
+});
+entry!(MPI_Iscatterv / PMPI_Iscatterv(sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int, request: *mut c_int) => {
+    if recvcount < 0 { return api::checks::negative_count("MPI_Iscatterv", Some(comm), "recvcount", recvcount); }
+    if request.is_null() { return api::checks::null("MPI_Iscatterv", Some(comm), "request"); }
+    api::start_nonblocking("MPI_Iscatterv", comm, request, |c| api::plan::scatterv(sendbuf, Ints::Int(sendcounts), Ints::Int(displs), sendtype, recvbuf, Count::from(recvcount), recvtype, root, c))
+});
+entry!(MPI_Iscatterv_c / PMPI_Iscatterv_c(sendbuf: *const c_void, sendcounts: *const i64, displs: *const i64, sendtype: c_int, recvbuf: *mut c_void, recvcount: i64, recvtype: c_int, root: c_int, comm: c_int, request: *mut c_int) => {
+    if recvcount < 0 { return api::checks::negative_count("MPI_Iscatterv_c", Some(comm), "recvcount", recvcount); }
+    if request.is_null() { return api::checks::null("MPI_Iscatterv_c", Some(comm), "request"); }
+    api::start_nonblocking("MPI_Iscatterv_c", comm, request, |c| api::plan::scatterv(sendbuf, Ints::Long(sendcounts), Ints::Long(displs), sendtype, recvbuf, recvcount, recvtype, root, c))
+});
+entry!(MPI_Isend / PMPI_Isend(buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int, request: *mut c_int) => {
+    if count < 0 { return api::checks::negative_count("MPI_Isend", Some(comm), "count", count); }
+    if request.is_null() { return api::checks::null("MPI_Isend", Some(comm), "request"); }
+    api::isend("MPI_Isend", buf, Count::from(count), datatype, dest, tag, comm, request)
+});
+entry!(MPI_Isend_c / PMPI_Isend_c(buf: *const c_void, count: i64, datatype: c_int, dest: c_int, tag: c_int, comm: c_int, request: *mut c_int) => {
+    if count < 0 { return api::checks::negative_count("MPI_Isend_c", Some(comm), "count", count); }
+    if request.is_null() { return api::checks::null("MPI_Isend_c", Some(comm), "request"); }
+    api::isend("MPI_Isend_c", buf, count, datatype, dest, tag, comm, request)
+});
+entry!(MPI_Isendrecv / PMPI_Isendrecv(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, dest: c_int, sendtag: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, source: c_int, recvtag: c_int, comm: c_int, request: *mut c_int) => {
+    if sendcount < 0 { return api::checks::negative_count("MPI_Isendrecv", Some(comm), "sendcount", sendcount); }
+    if recvcount < 0 { return api::checks::negative_count("MPI_Isendrecv", Some(comm), "recvcount", recvcount); }
+    if request.is_null() { return api::checks::null("MPI_Isendrecv", Some(comm), "request"); }
+    api::isendrecv("MPI_Isendrecv", sendbuf, Count::from(sendcount), sendtype, dest, sendtag, recvbuf, Count::from(recvcount), recvtype, source, recvtag, comm, request)
+});
+entry!(MPI_Isendrecv_c / PMPI_Isendrecv_c(sendbuf: *const c_void, sendcount: i64, sendtype: c_int, dest: c_int, sendtag: c_int, recvbuf: *mut c_void, recvcount: i64, recvtype: c_int, source: c_int, recvtag: c_int, comm: c_int, request: *mut c_int) => {
+    if sendcount < 0 { return api::checks::negative_count("MPI_Isendrecv_c", Some(comm), "sendcount", sendcount); }
+    if recvcount < 0 { return api::checks::negative_count("MPI_Isendrecv_c", Some(comm), "recvcount", recvcount); }
+    if request.is_null() { return api::checks::null("MPI_Isendrecv_c", Some(comm), "request"); }
+    api::isendrecv("MPI_Isendrecv_c", sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, request)
+});
+entry!(MPI_Isendrecv_replace / PMPI_Isendrecv_replace(buf: *mut c_void, count: c_int, datatype: c_int, dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int, comm: c_int, request: *mut c_int) => {
+    if count < 0 { return api::checks::negative_count("MPI_Isendrecv_replace", Some(comm), "count", count); }
+    if request.is_null() { return api::checks::null("MPI_Isendrecv_replace", Some(comm), "request"); }
+    api::isendrecv_replace("MPI_Isendrecv_replace", buf, Count::from(count), datatype, dest, sendtag, source, recvtag, comm, request)
+});
+entry!(MPI_Isendrecv_replace_c / PMPI_Isendrecv_replace_c(buf: *mut c_void, count: i64, datatype: c_int, dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int, comm: c_int, request: *mut c_int) => {
+    if count < 0 { return api::checks::negative_count("MPI_Isendrecv_replace_c", Some(comm), "count", count); }
+    if request.is_null() { return api::checks::null("MPI_Isendrecv_replace_c", Some(comm), "request"); }
+    api::isendrecv_replace("MPI_Isendrecv_replace_c", buf, count, datatype, dest, sendtag, source, recvtag, comm, request)
+});
+entry!(MPI_Issend / PMPI_Issend(buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int, request: *mut c_int) => {
+    if count < 0 { return api::checks::negative_count("MPI_Issend", Some(comm), "count", count); }
+    if request.is_null() { return api::checks::null("MPI_Issend", Some(comm), "request"); }
+    api::issend("MPI_Issend", buf, Count::from(count), datatype, dest, tag, comm, request)
+});
+entry!(MPI_Issend_c / PMPI_Issend_c(buf: *const c_void, count: i64, datatype: c_int, dest: c_int, tag: c_int, comm: c_int, request: *mut c_int) => {
+    if count < 0 { return api::checks::negative_count("MPI_Issend_c", Some(comm), "count", count); }
+    if request.is_null() { return api::checks::null("MPI_Issend_c", Some(comm), "request"); }
+    api::issend("MPI_Issend_c", buf, count, datatype, dest, tag, comm, request)
+});
+entry!(MPI_Mprobe / PMPI_Mprobe(source: c_int, tag: c_int, comm: c_int, message: *mut c_int, status: *mut Status) => {
+    if message.is_null() { return api::checks::null("MPI_Mprobe", Some(comm), "message"); }
+    api::mprobe(source, tag, comm, message, status)
+});
+entry!(MPI_Mrecv / PMPI_Mrecv(buf: *mut c_void, count: c_int, datatype: c_int, message: *mut c_int, status: *mut Status) => {
+    if count < 0 { return api::checks::negative_count("MPI_Mrecv", None, "count", count); }
+    if message.is_null() { return api::checks::null("MPI_Mrecv", None, "message"); }
+    api::mrecv("MPI_Mrecv", buf, Count::from(count), datatype, message, status)
+});
+entry!(MPI_Mrecv_c / PMPI_Mrecv_c(buf: *mut c_void, count: i64, datatype: c_int, message: *mut c_int, status: *mut Status) => {
+    if count < 0 { return api::checks::negative_count("MPI_Mrecv_c", None, "count", count); }
+    if message.is_null() { return api::checks::null("MPI_Mrecv_c", None, "message"); }
+    api::mrecv("MPI_Mrecv_c", buf, count, datatype, message, status)
+});
+entry!(MPI_Neighbor_allgather / PMPI_Neighbor_allgather(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int) => {
+    if sendcount < 0 { return api::checks::negative_count("MPI_Neighbor_allgather", Some(comm), "sendcount", sendcount); }
+    if recvcount < 0 { return api::checks::negative_count("MPI_Neighbor_allgather", Some(comm), "recvcount", recvcount); }
+    api::run_blocking("MPI_Neighbor_allgather", comm, |c| api::neighbor::neighbor_allgather(sendbuf, Count::from(sendcount), sendtype, recvbuf, Count::from(recvcount), recvtype, c))
+});
+entry!(MPI_Neighbor_allgather_c / PMPI_Neighbor_allgather_c(sendbuf: *const c_void, sendcount: i64, sendtype: c_int, recvbuf: *mut c_void, recvcount: i64, recvtype: c_int, comm: c_int) => {
+    if sendcount < 0 { return api::checks::negative_count("MPI_Neighbor_allgather_c", Some(comm), "sendcount", sendcount); }
+    if recvcount < 0 { return api::checks::negative_count("MPI_Neighbor_allgather_c", Some(comm), "recvcount", recvcount); }
+    api::run_blocking("MPI_Neighbor_allgather_c", comm, |c| api::neighbor::neighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, c))
+});
+entry!(MPI_Neighbor_allgather_init / PMPI_Neighbor_allgather_init(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int, info: c_int, request: *mut c_int) => {
+    if sendcount < 0 { return api::checks::negative_count("MPI_Neighbor_allgather_init", Some(comm), "sendcount", sendcount); }
+    if recvcount < 0 { return api::checks::negative_count("MPI_Neighbor_allgather_init", Some(comm), "recvcount", recvcount); }
+    if request.is_null() { return api::checks::null("MPI_Neighbor_allgather_init", Some(comm), "request"); }
+    api::start_persistent("MPI_Neighbor_allgather_init", comm, info, request, |c| api::neighbor::neighbor_allgather(sendbuf, Count::from(sendcount), sendtype, recvbuf, Count::from(recvcount), recvtype, c))
+});
+entry!(MPI_Neighbor_allgather_init_c / PMPI_Neighbor_allgather_init_c(sendbuf: *const c_void, sendcount: i64, sendtype: c_int, recvbuf: *mut c_void, recvcount: i64, recvtype: c_int, comm: c_int, info: c_int, request: *mut c_int) => {
+    if sendcount < 0 { return api::checks::negative_count("MPI_Neighbor_allgather_init_c", Some(comm), "sendcount", sendcount); }
+    if recvcount < 0 { return api::checks::negative_count("MPI_Neighbor_allgather_init_c", Some(comm), "recvcount", recvcount); }
+    if request.is_null() { return api::checks::null("MPI_Neighbor_allgather_init_c", Some(comm), "request"); }
+    api::start_persistent("MPI_Neighbor_allgather_init_c", comm, info, request, |c| api::neighbor::neighbor_allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, c))
+});
+entry!(MPI_Neighbor_allgatherv / PMPI_Neighbor_allgatherv(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, comm: c_int) => {
+    if sendcount < 0 { return api::checks::negative_count("MPI_Neighbor_allgatherv", Some(comm), "sendcount", sendcount); }
+    api::run_blocking("MPI_Neighbor_allgatherv", comm, |c| api::neighbor::neighbor_allgatherv(sendbuf, Count::from(sendcount), sendtype, recvbuf, Ints::Int(recvcounts), Ints::Int(displs), recvtype, c))
+});
+entry!(MPI_Neighbor_allgatherv_c / PMPI_Neighbor_allgatherv_c(sendbuf: *const c_void, sendcount: i64, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const i64, displs: *const i64, recvtype: c_int, comm: c_int) => {
+    if sendcount < 0 { return api::checks::negative_count("MPI_Neighbor_allgatherv_c", Some(comm), "sendcount", sendcount); }
+    api::run_blocking("MPI_Neighbor_allgatherv_c", comm, |c| api::neighbor::neighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, Ints::Long(recvcounts), Ints::Long(displs), recvtype, c))
+});
+entry!(MPI_Neighbor_allgatherv_init / PMPI_Neighbor_allgatherv_init(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: c_int, comm: c_int, info: c_int, request: *mut c_int) => {
+    if sendcount < 0 { return api::checks::negative_count("MPI_Neighbor_allgatherv_init", Some(comm), "sendcount", sendcount); }
+    if request.is_null() { return api::checks::null("MPI_Neighbor_allgatherv_init", Some(comm), "request"); }
+    api::start_persistent("MPI_Neighbor_allgatherv_init", comm, info, request, |c| api::neighbor::neighbor_allgatherv(sendbuf, Count::from(sendcount), sendtype, recvbuf, Ints::Int(recvcounts), Ints::Int(displs), recvtype, c))
+});
+entry!(MPI_Neighbor_allgatherv_init_c / PMPI_Neighbor_allgatherv_init_c(sendbuf: *const c_void, sendcount: i64, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const i64, displs: *const i64, recvtype: c_int, comm: c_int, info: c_int, request: *mut c_int) => {
+    if sendcount < 0 { return api::checks::negative_count("MPI_Neighbor_allgatherv_init_c", Some(comm), "sendcount", sendcount); }
+    if request.is_null() { return api::checks::null("MPI_Neighbor_allgatherv_init_c", Some(comm), "request"); }
+    api::start_persistent("MPI_Neighbor_allgatherv_init_c", comm, info, request, |c| api::neighbor::neighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf, Ints::Long(recvcounts), Ints::Long(displs), recvtype, c))
+});
+entry!(MPI_Neighbor_alltoall / PMPI_Neighbor_alltoall(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int) => {
+    if sendcount < 0 { return api::checks::negative_count("MPI_Neighbor_alltoall", Some(comm), "sendcount", sendcount); }
+    if recvcount < 0 { return api::checks::negative_count("MPI_Neighbor_alltoall", Some(comm), "recvcount", recvcount); }
+    api::run_blocking("MPI_Neighbor_alltoall", comm, |c| api::neighbor::neighbor_alltoall(sendbuf, Count::from(sendcount), sendtype, recvbuf, Count::from(recvcount), recvtype, c))
+});
+entry!(MPI_Neighbor_alltoall_c / PMPI_Neighbor_alltoall_c(sendbuf: *const c_void, sendcount: i64, sendtype: c_int, recvbuf: *mut c_void, recvcount: i64, recvtype: c_int, comm: c_int) => {
+    if sendcount < 0 { return api::checks::negative_count("MPI_Neighbor_alltoall_c", Some(comm), "sendcount", sendcount); }
+    if recvcount < 0 { return api::checks::negative_count("MPI_Neighbor_alltoall_c", Some(comm), "recvcount", recvcount); }
+    api::run_blocking("MPI_Neighbor_alltoall_c", comm, |c| api::neighbor::neighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, c))
+});
+entry!(MPI_Neighbor_alltoall_init / PMPI_Neighbor_alltoall_init(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int, info: c_int, request: *mut c_int) => {
+    if sendcount < 0 { return api::checks::negative_count("MPI_Neighbor_alltoall_init", Some(comm), "sendcount", sendcount); }
+    if recvcount < 0 { return api::checks::negative_count("MPI_Neighbor_alltoall_init", Some(comm), "recvcount", recvcount); }
+    if request.is_null() { return api::checks::null("MPI_Neighbor_alltoall_init", Some(comm), "request"); }
+    api::start_persistent("MPI_Neighbor_alltoall_init", comm, info, request, |c| api::neighbor::neighbor_alltoall(sendbuf, Count::from(sendcount), sendtype, recvbuf, Count::from(recvcount), recvtype, c))
+});
+entry!(MPI_Neighbor_alltoall_init_c / PMPI_Neighbor_alltoall_init_c(sendbuf: *const c_void, sendcount: i64, sendtype: c_int, recvbuf: *mut c_void, recvcount: i64, recvtype: c_int, comm: c_int, info: c_int, request: *mut c_int) => {
+    if sendcount < 0 { return api::checks::negative_count("MPI_Neighbor_alltoall_init_c", Some(comm), "sendcount", sendcount); }
+    if recvcount < 0 { return api::checks::negative_count("MPI_Neighbor_alltoall_init_c", Some(comm), "recvcount", recvcount); }
+    if request.is_null() { return api::checks::null("MPI_Neighbor_alltoall_init_c", Some(comm), "request"); }
+    api::start_persistent("MPI_Neighbor_alltoall_init_c", comm, info, request, |c| api::neighbor::neighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, c))
+});
 entry!(MPI_Neighbor_alltoallv / PMPI_Neighbor_alltoallv(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: c_int, comm: c_int) => api::run_blocking("MPI_Neighbor_alltoallv", comm, |c| api::neighbor::neighbor_alltoallv(sendbuf, Ints::Int(sendcounts), Ints::Int(sdispls), sendtype, recvbuf, Ints::Int(recvcounts), Ints::Int(rdispls), recvtype, c)));
 entry!(MPI_Neighbor_alltoallv_c / PMPI_Neighbor_alltoallv_c(sendbuf: *const c_void, sendcounts: *const i64, sdispls: *const i64, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const i64, rdispls: *const i64, recvtype: c_int, comm: c_int) => api::run_blocking("MPI_Neighbor_alltoallv_c", comm, |c| api::neighbor::neighbor_alltoallv(sendbuf, Ints::Long(sendcounts), Ints::Long(sdispls), sendtype, recvbuf, Ints::Long(recvcounts), Ints::Long(rdispls), recvtype, c)));
-entry!(MPI_Neighbor_alltoallv_init / PMPI_Neighbor_alltoallv_init(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: c_int, comm: c_int, info: c_int, request: *mut c_int) => api::start_persistent("MPI_Neighbor_alltoallv_init", comm, info, request, |c| api::neighbor::neighbor_alltoallv(sendbuf, Ints::Int(sendcounts), Ints::Int(sdispls), sendtype, recvbuf, Ints::Int(recvcounts), Ints::Int(rdispls), recvtype, c)));
-entry!(MPI_Neighbor_alltoallv_init_c / PMPI_Neighbor_alltoallv_init_c(sendbuf: *const c_void, sendcounts: *const i64, sdispls: *const i64, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const i64, rdispls: *const i64, recvtype: c_int, comm: c_int, info: c_int, request: *mut c_int) => api::start_persistent("MPI_Neighbor_alltoallv_init_c", comm, info, request, |c| api::neighbor::neighbor_alltoallv(sendbuf, Ints::Long(sendcounts), Ints::Long(sdispls), sendtype, recvbuf, Ints::Long(recvcounts), Ints::Long(rdispls), recvtype, c)));
+entry!(MPI_Neighbor_alltoallv_init / PMPI_Neighbor_alltoallv_init(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const c_int, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const c_int, recvtype: c_int, comm: c_int, info: c_int, request: *mut c_int) => {
+    if request.is_null() { return api::checks::null("MPI_Neighbor_alltoallv_init", Some(comm), "request"); }
+    api::start_persistent("MPI_Neighbor_alltoallv_init", comm, info, request, |c| api::neighbor::neighbor_alltoallv(sendbuf, Ints::Int(sendcounts), Ints::Int(sdispls), sendtype, recvbuf, Ints::Int(recvcounts), Ints::Int(rdispls), recvtype, c))
+});
+entry!(MPI_Neighbor_alltoallv_init_c / PMPI_Neighbor_alltoallv_init_c(sendbuf: *const c_void, sendcounts: *const i64, sdispls: *const i64, sendtype: c_int, recvbuf: *mut c_void, recvcounts: *const i64, rdispls: *const i64, recvtype: c_int, comm: c_int, info: c_int, request: *mut c_int) => {
+    if request.is_null() { return api::checks::null("MPI_Neighbor_alltoallv_init_c", Some(comm), "request"); }
+    api::start_persistent("MPI_Neighbor_alltoallv_init_c", comm, info, request, |c| api::neighbor::neighbor_alltoallv(sendbuf, Ints::Long(sendcounts), Ints::Long(sdispls), sendtype, recvbuf, Ints::Long(recvcounts), Ints::Long(rdispls), recvtype, c))
+});
 entry!(MPI_Neighbor_alltoallw / PMPI_Neighbor_alltoallw(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const i64, sendtypes: *const c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const i64, recvtypes: *const c_int, comm: c_int) => api::run_blocking("MPI_Neighbor_alltoallw", comm, |c| api::neighbor::neighbor_alltoallw(sendbuf, Ints::Int(sendcounts), Ints::Long(sdispls), sendtypes, recvbuf, Ints::Int(recvcounts), Ints::Long(rdispls), recvtypes, c)));
 entry!(MPI_Neighbor_alltoallw_c / PMPI_Neighbor_alltoallw_c(sendbuf: *const c_void, sendcounts: *const i64, sdispls: *const i64, sendtypes: *const c_int, recvbuf: *mut c_void, recvcounts: *const i64, rdispls: *const i64, recvtypes: *const c_int, comm: c_int) => api::run_blocking("MPI_Neighbor_alltoallw_c", comm, |c| api::neighbor::neighbor_alltoallw(sendbuf, Ints::Long(sendcounts), Ints::Long(sdispls), sendtypes, recvbuf, Ints::Long(recvcounts), Ints::Long(rdispls), recvtypes, c)));
-entry!(MPI_Neighbor_alltoallw_init / PMPI_Neighbor_alltoallw_init(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const i64, sendtypes: *const c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const i64, recvtypes: *const c_int, comm: c_int, info: c_int, request: *mut c_int) => api::start_persistent("MPI_Neighbor_alltoallw_init", comm, info, request, |c| api::neighbor::neighbor_alltoallw(sendbuf, Ints::Int(sendcounts), Ints::Long(sdispls), sendtypes, recvbuf, Ints::Int(recvcounts), Ints::Long(rdispls), recvtypes, c)));
-entry!(MPI_Neighbor_alltoallw_init_c / PMPI_Neighbor_alltoallw_init_c(sendbuf: *const c_void, sendcounts: *const i64, sdispls: *const i64, sendtypes: *const c_int, recvbuf: *mut c_void, recvcounts: *const i64, rdispls: *const i64, recvtypes: *const c_int, comm: c_int, info: c_int, request: *mut c_int) => api::start_persistent("MPI_Neighbor_alltoallw_init_c", comm, info, request, |c| api::neighbor::neighbor_alltoallw(sendbuf, Ints::Long(sendcounts), Ints::Long(sdispls), sendtypes, recvbuf, Ints::Long(recvcounts), Ints::Long(rdispls), recvtypes, c)));
-entry!(MPI_Op_commutative / PMPI_Op_commutative(op: c_int, commute: *mut c_int) => api::op_commutative(op, commute));
-entry!(MPI_Op_create / PMPI_Op_create(user_fn: Option<UserFn>, commute: c_int, op: *mut c_int) => api::op_create(user_fn, commute, op));
-entry!(MPI_Op_free / PMPI_Op_free(op: *mut c_int) => api::op_free(op));
+entry!(MPI_Neighbor_alltoallw_init / PMPI_Neighbor_alltoallw_init(sendbuf: *const c_void, sendcounts: *const c_int, sdispls: *const i64, sendtypes: *const c_int, recvbuf: *mut c_void, recvcounts: *const c_int, rdispls: *const i64, recvtypes: *const c_int, comm: c_int, info: c_int, request: *mut c_int) => {
+    if request.is_null() { return api::checks::null("MPI_Neighbor_alltoallw_init", Some(comm), "request"); }
+    api::start_persistent("MPI_Neighbor_alltoallw_init", comm, info, request, |c| api::neighbor::neighbor_alltoallw(sendbuf, Ints::Int(sendcounts), Ints::Long(sdispls), sendtypes, recvbuf, Ints::Int(recvcounts), Ints::Long(rdispls), recvtypes, c))
+});
+entry!(MPI_Neighbor_alltoallw_init_c / PMPI_Neighbor_alltoallw_init_c(sendbuf: *const c_void, sendcounts: *const i64, sdispls: *const i64, sendtypes: *const c_int, recvbuf: *mut c_void, recvcounts: *const i64, rdispls: *const i64, recvtypes: *const c_int, comm: c_int, info: c_int, request: *mut c_int) => {
+    if request.is_null() { return api::checks::null("MPI_Neighbor_alltoallw_init_c", Some(comm), "request"); }
+    api::start_persistent("MPI_Neighbor_alltoallw_init_c", comm, info, request, |c| api::neighbor::neighbor_alltoallw(sendbuf, Ints::Long(sendcounts), Ints::Long(sdispls), sendtypes, recvbuf, Ints::Long(recvcounts), Ints::Long(rdispls), recvtypes, c))
+});
+entry!(MPI_Op_commutative / PMPI_Op_commutative(op: c_int, commute: *mut c_int) => {
+    if commute.is_null() { return api::checks::null("MPI_Op_commutative", None, "commute"); }
+    api::op_commutative(op, commute)
+});
+entry!(MPI_Op_create / PMPI_Op_create(user_fn: Option<UserFn>, commute: c_int, op: *mut c_int) => {
+    if op.is_null() { return api::checks::null("MPI_Op_create", None, "op"); }
+    api::op_create(user_fn, commute, op)
+});
+entry!(MPI_Op_free / PMPI_Op_free(op: *mut c_int) => {
+    if op.is_null() { return api::checks::null("MPI_Op_free", None, "op"); }
+    api::op_free(op)
+});
 entry!(MPI_Pack_external / PMPI_Pack_external(datarep: *const c_char, inbuf: *const c_void, incount: c_int, datatype: c_int, outbuf: *mut c_void, outsize: i64, position: *mut Count) => api::pack_external("MPI_Pack_external", datarep, inbuf, Count::from(incount), datatype, outbuf, outsize, position));
 entry!(MPI_Pack_external_c / PMPI_Pack_external_c(datarep: *const c_char, inbuf: *const c_void, incount: i64, datatype: c_int, outbuf: *mut c_void, outsize: i64, position: *mut Count) => api::pack_external("MPI_Pack_external_c", datarep, inbuf, incount, datatype, outbuf, outsize, position));
-entry!(MPI_Pack_external_size / PMPI_Pack_external_size(datarep: *const c_char, incount: c_int, datatype: c_int, size: *mut Count) => api::pack_external_size("MPI_Pack_external_size", datarep, Count::from(incount), datatype, size));
-entry!(MPI_Pack_external_size_c / PMPI_Pack_external_size_c(datarep: *const c_char, incount: i64, datatype: c_int, size: *mut Count) => api::pack_external_size("MPI_Pack_external_size_c", datarep, incount, datatype, size));
+entry!(MPI_Pack_external_size / PMPI_Pack_external_size(datarep: *const c_char, incount: c_int, datatype: c_int, size: *mut Count) => {
+    if size.is_null() { return api::checks::null("MPI_Pack_external_size", None, "size"); }
+    api::pack_external_size("MPI_Pack_external_size", datarep, Count::from(incount), datatype, size)
+});
+entry!(MPI_Pack_external_size_c / PMPI_Pack_external_size_c(datarep: *const c_char, incount: i64, datatype: c_int, size: *mut Count) => {
+    if size.is_null() { return api::checks::null("MPI_Pack_external_size_c", None, "size"); }
+    api::pack_external_size("MPI_Pack_external_size_c", datarep, incount, datatype, size)
+});
 entry!(MPI_Pcontrol / PMPI_Pcontrol(level: c_int) => api::pcontrol(level));
 entry!(MPI_Probe / PMPI_Probe(source: c_int, tag: c_int, comm: c_int, status: *mut Status) => api::probe(source, tag, comm, status));
-entry!(MPI_Query_thread / PMPI_Query_thread(provided: *mut c_int) => api::query_thread(provided));
-entry!(MPI_Recv / PMPI_Recv(buf: *mut c_void, count: c_int, datatype: c_int, source: c_int, tag: c_int, comm: c_int, status: *mut Status) => api::recv("MPI_Recv", buf, Count::from(count), datatype, source, tag, comm, status));
-entry!(MPI_Recv_c / PMPI_Recv_c(buf: *mut c_void, count: i64, datatype: c_int, source: c_int, tag: c_int, comm: c_int, status: *mut Status) => api::recv("MPI_Recv_c", buf, count, datatype, source, tag, comm, status));
-entry!(MPI_Recv_init / PMPI_Recv_init(buf: *mut c_void, count: c_int, datatype: c_int, source: c_int, tag: c_int, comm: c_int, request: *mut c_int) => api::recv_init("MPI_Recv_init", buf, Count::from(count), datatype, source, tag, comm, request));
-entry!(MPI_Recv_init_c / PMPI_Recv_init_c(buf: *mut c_void, count: i64, datatype: c_int, source: c_int, tag: c_int, comm: c_int, request: *mut c_int) => api::recv_init("MPI_Recv_init_c", buf, count, datatype, source, tag, comm, request));
-entry!(MPI_Reduce / PMPI_Reduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, root: c_int, comm: c_int) => api::reduce("MPI_Reduce", sendbuf, recvbuf, Count::from(count), datatype, op, root, comm));
-entry!(MPI_Reduce_c / PMPI_Reduce_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: c_int, op: c_int, root: c_int, comm: c_int) => api::reduce("MPI_Reduce_c", sendbuf, recvbuf, count, datatype, op, root, comm));
-entry!(MPI_Reduce_init / PMPI_Reduce_init(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, root: c_int, comm: c_int, info: c_int, request: *mut c_int) => api::start_persistent("MPI_Reduce_init", comm, info, request, |c| api::plan::reduce(sendbuf, recvbuf, Count::from(count), datatype, op, root, c)));
-entry!(MPI_Reduce_init_c / PMPI_Reduce_init_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: c_int, op: c_int, root: c_int, comm: c_int, info: c_int, request: *mut c_int) => api::start_persistent("MPI_Reduce_init_c", comm, info, request, |c| api::plan::reduce(sendbuf, recvbuf, count, datatype, op, root, c)));
+entry!(MPI_Query_thread / PMPI_Query_thread(provided: *mut c_int) => {
+    if provided.is_null() { return api::checks::null("MPI_Query_thread", None, "provided"); }
+    api::query_thread(provided)
+});
+entry!(MPI_Recv / PMPI_Recv(buf: *mut c_void, count: c_int, datatype: c_int, source: c_int, tag: c_int, comm: c_int, status: *mut Status) => {
+    if count < 0 { return api::checks::negative_count("MPI_Recv", Some(comm), "count", count); }
+    api::recv("MPI_Recv", buf, Count::from(count), datatype, source, tag, comm, status)
+});
+entry!(MPI_Recv_c / PMPI_Recv_c(buf: *mut c_void, count: i64, datatype: c_int, source: c_int, tag: c_int, comm: c_int, status: *mut Status) => {
+    if count < 0 { return api::checks::negative_count("MPI_Recv_c", Some(comm), "count", count); }
+    api::recv("MPI_Recv_c", buf, count, datatype, source, tag, comm, status)
+});
+entry!(MPI_Recv_init / PMPI_Recv_init(buf: *mut c_void, count: c_int, datatype: c_int, source: c_int, tag: c_int, comm: c_int, request: *mut c_int) => {
+    if count < 0 { return api::checks::negative_count("MPI_Recv_init", Some(comm), "count", count); }
+    if request.is_null() { return api::checks::null("MPI_Recv_init", Some(comm), "request"); }
+    api::recv_init("MPI_Recv_init", buf, Count::from(count), datatype, source, tag, comm, request)
+});
+entry!(MPI_Recv_init_c / PMPI_Recv_init_c(buf: *mut c_void, count: i64, datatype: c_int, source: c_int, tag: c_int, comm: c_int, request: *mut c_int) => {
+    if count < 0 { return api::checks::negative_count("MPI_Recv_init_c", Some(comm), "count", count); }
+    if request.is_null() { return api::checks::null("MPI_Recv_init_c", Some(comm), "request"); }
+    api::recv_init("MPI_Recv_init_c", buf, count, datatype, source, tag, comm, request)
+});
+entry!(MPI_Reduce / PMPI_Reduce(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, root: c_int, comm: c_int) => {
+    if count < 0 { return api::checks::negative_count("MPI_Reduce", Some(comm), "count", count); }
+    api::reduce("MPI_Reduce", sendbuf, recvbuf, Count::from(count), datatype, op, root, comm)
+});
+entry!(MPI_Reduce_c / PMPI_Reduce_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: c_int, op: c_int, root: c_int, comm: c_int) => {
+    if count < 0 { return api::checks::negative_count("MPI_Reduce_c", Some(comm), "count", count); }
+    api::reduce("MPI_Reduce_c", sendbuf, recvbuf, count, datatype, op, root, comm)
+});
+entry!(MPI_Reduce_init / PMPI_Reduce_init(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, root: c_int, comm: c_int, info: c_int, request: *mut c_int) => {
+    if count < 0 { return api::checks::negative_count("MPI_Reduce_init", Some(comm), "count", count); }
+    if request.is_null() { return api::checks::null("MPI_Reduce_init", Some(comm), "request"); }
+    api::start_persistent("MPI_Reduce_init", comm, info, request, |c| api::plan::reduce(sendbuf, recvbuf, Count::from(count), datatype, op, root, c))
+});
+entry!(MPI_Reduce_init_c / PMPI_Reduce_init_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: c_int, op: c_int, root: c_int, comm: c_int, info: c_int, request: *mut c_int) => {
+    if count < 0 { return api::checks::negative_count("MPI_Reduce_init_c", Some(comm), "count", count); }
+    if request.is_null() { return api::checks::null("MPI_Reduce_init_c", Some(comm), "request"); }
+    api::start_persistent("MPI_Reduce_init_c", comm, info, request, |c| api::plan::reduce(sendbuf, recvbuf, count, datatype, op, root, c))
+});
 entry!(MPI_Reduce_scatter / PMPI_Reduce_scatter(sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: c_int, op: c_int, comm: c_int) => api::reduce_scatter("MPI_Reduce_scatter", sendbuf, recvbuf, RecvCounts::Int(recvcounts), datatype, op, comm));
-entry!(MPI_Reduce_scatter_block / PMPI_Reduce_scatter_block(sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: c_int, op: c_int, comm: c_int) => api::reduce_scatter_block("MPI_Reduce_scatter_block", sendbuf, recvbuf, Count::from(recvcount), datatype, op, comm));
-entry!(MPI_Reduce_scatter_block_c / PMPI_Reduce_scatter_block_c(sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: i64, datatype: c_int, op: c_int, comm: c_int) => api::reduce_scatter_block("MPI_Reduce_scatter_block_c", sendbuf, recvbuf, recvcount, datatype, op, comm));
-entry!(MPI_Reduce_scatter_block_init / PMPI_Reduce_scatter_block_init(sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: c_int, op: c_int, comm: c_int, info: c_int, request: *mut c_int) => api::start_persistent("MPI_Reduce_scatter_block_init", comm, info, request, |c| api::plan::reduce_scatter_block(sendbuf, recvbuf, Count::from(recvcount), datatype, op, c)));
-entry!(MPI_Reduce_scatter_block_init_c / PMPI_Reduce_scatter_block_init_c(sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: i64, datatype: c_int, op: c_int, comm: c_int, info: c_int, request: *mut c_int) => api::start_persistent("MPI_Reduce_scatter_block_init_c", comm, info, request, |c| api::plan::reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, c)));
+entry!(MPI_Reduce_scatter_block / PMPI_Reduce_scatter_block(sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: c_int, op: c_int, comm: c_int) => {
+    if recvcount < 0 { return api::checks::negative_count("MPI_Reduce_scatter_block", Some(comm), "recvcount", recvcount); }
+    api::reduce_scatter_block("MPI_Reduce_scatter_block", sendbuf, recvbuf, Count::from(recvcount), datatype, op, comm)
+});
+entry!(MPI_Reduce_scatter_block_c / PMPI_Reduce_scatter_block_c(sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: i64, datatype: c_int, op: c_int, comm: c_int) => {
+    if recvcount < 0 { return api::checks::negative_count("MPI_Reduce_scatter_block_c", Some(comm), "recvcount", recvcount); }
+    api::reduce_scatter_block("MPI_Reduce_scatter_block_c", sendbuf, recvbuf, recvcount, datatype, op, comm)
+});
+entry!(MPI_Reduce_scatter_block_init / PMPI_Reduce_scatter_block_init(sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: c_int, op: c_int, comm: c_int, info: c_int, request: *mut c_int) => {
+    if recvcount < 0 { return api::checks::negative_count("MPI_Reduce_scatter_block_init", Some(comm), "recvcount", recvcount); }
+    if request.is_null() { return api::checks::null("MPI_Reduce_scatter_block_init", Some(comm), "request"); }
+    api::start_persistent("MPI_Reduce_scatter_block_init", comm, info, request, |c| api::plan::reduce_scatter_block(sendbuf, recvbuf, Count::from(recvcount), datatype, op, c))
+});
+entry!(MPI_Reduce_scatter_block_init_c / PMPI_Reduce_scatter_block_init_c(sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: i64, datatype: c_int, op: c_int, comm: c_int, info: c_int, request: *mut c_int) => {
+    if recvcount < 0 { return api::checks::negative_count("MPI_Reduce_scatter_block_init_c", Some(comm), "recvcount", recvcount); }
+    if request.is_null() { return api::checks::null("MPI_Reduce_scatter_block_init_c", Some(comm), "request"); }
+    api::start_persistent("MPI_Reduce_scatter_block_init_c", comm, info, request, |c| api::plan::reduce_scatter_block(sendbuf, recvbuf, recvcount, datatype, op, c))
+});
 entry!(MPI_Reduce_scatter_c / PMPI_Reduce_scatter_c(sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const i64, datatype: c_int, op: c_int, comm: c_int) => api::reduce_scatter("MPI_Reduce_scatter_c", sendbuf, recvbuf, RecvCounts::Count(recvcounts), datatype, op, comm));
-entry!(MPI_Reduce_scatter_init / PMPI_Reduce_scatter_init(sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: c_int, op: c_int, comm: c_int, info: c_int, request: *mut c_int) => api::start_persistent("MPI_Reduce_scatter_init", comm, info, request, |c| api::plan::reduce_scatter(sendbuf, recvbuf, RecvCounts::Int(recvcounts), datatype, op, c)));
-entry!(MPI_Reduce_scatter_init_c / PMPI_Reduce_scatter_init_c(sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const i64, datatype: c_int, op: c_int, comm: c_int, info: c_int, request: *mut c_int) => api::start_persistent("MPI_Reduce_scatter_init_c", comm, info, request, |c| api::plan::reduce_scatter(sendbuf, recvbuf, RecvCounts::Count(recvcounts), datatype, op, c)));
-entry!(MPI_Request_free / PMPI_Request_free(request: *mut c_int) => api::request_free(request));
-entry!(MPI_Request_get_status / PMPI_Request_get_status(request: c_int, flag: *mut c_int, status: *mut Status) => api::request_get_status(request, flag, status));
-entry!(MPI_Request_get_status_all / PMPI_Request_get_status_all(count: c_int, array_of_requests: *const c_int, flag: *mut c_int, array_of_statuses: *mut Status) => api::request_get_status_all(count, array_of_requests, flag, array_of_statuses));
-entry!(MPI_Request_get_status_any / PMPI_Request_get_status_any(count: c_int, array_of_requests: *const c_int, index: *mut c_int, flag: *mut c_int, status: *mut Status) => api::request_get_status_any(count, array_of_requests, index, flag, status));
-entry!(MPI_Request_get_status_some / PMPI_Request_get_status_some(incount: c_int, array_of_requests: *const c_int, outcount: *mut c_int, array_of_indices: *mut c_int, array_of_statuses: *mut Status) => api::request_get_status_some(incount, array_of_requests, outcount, array_of_indices, array_of_statuses));
-entry!(MPI_Scan / PMPI_Scan(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, comm: c_int) => api::scan("MPI_Scan", sendbuf, recvbuf, Count::from(count), datatype, op, comm));
-entry!(MPI_Scan_c / PMPI_Scan_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: c_int, op: c_int, comm: c_int) => api::scan("MPI_Scan_c", sendbuf, recvbuf, count, datatype, op, comm));
-entry!(MPI_Scan_init / PMPI_Scan_init(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, comm: c_int, info: c_int, request: *mut c_int) => api::start_persistent("MPI_Scan_init", comm, info, request, |c| api::plan::scan(sendbuf, recvbuf, Count::from(count), datatype, op, c)));
-entry!(MPI_Scan_init_c / PMPI_Scan_init_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: c_int, op: c_int, comm: c_int, info: c_int, request: *mut c_int) => api::start_persistent("MPI_Scan_init_c", comm, info, request, |c| api::plan::scan(sendbuf, recvbuf, count, datatype, op, c)));
-entry!(MPI_Scatter / PMPI_Scatter(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int) => api::scatter("MPI_Scatter", sendbuf, Count::from(sendcount), sendtype, recvbuf, Count::from(recvcount), recvtype, root, comm));
-entry!(MPI_Scatter_c / PMPI_Scatter_c(sendbuf: *const c_void, sendcount: i64, sendtype: c_int, recvbuf: *mut c_void, recvcount: i64, recvtype: c_int, root: c_int, comm: c_int) => api::scatter("MPI_Scatter_c", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm));
-entry!(MPI_Scatter_init / PMPI_Scatter_init(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int, info: c_int, request: *mut c_int) => api::start_persistent("MPI_Scatter_init", comm, info, request, |c| api::plan::scatter(sendbuf, Count::from(sendcount), sendtype, recvbuf, Count::from(recvcount), recvtype, root, c)));
-entry!(MPI_Scatter_init_c / PMPI_Scatter_init_c(sendbuf: *const c_void, sendcount: i64, sendtype: c_int, recvbuf: *mut c_void, recvcount: i64, recvtype: c_int, root: c_int, comm: c_int, info: c_int, request: *mut c_int) => api::start_persistent("MPI_Scatter_init_c", comm, info, request, |c| api::plan::scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, c)));
-entry!(MPI_Scatterv / PMPI_Scatterv(sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int) => api::scatterv("MPI_Scatterv", sendbuf, Ints::Int(sendcounts), Ints::Int(displs), sendtype, recvbuf, Count::from(recvcount), recvtype, root, comm));
-entry!(MPI_Scatterv_c / PMPI_Scatterv_c(sendbuf: *const c_void, sendcounts: *const i64, displs: *const i64, sendtype: c_int, recvbuf: *mut c_void, recvcount: i64, recvtype: c_int, root: c_int, comm: c_int) => api::scatterv("MPI_Scatterv_c", sendbuf, Ints::Long(sendcounts), Ints::Long(displs), sendtype, recvbuf, recvcount, recvtype, root, comm));
-entry!(MPI_Scatterv_init / PMPI_Scatterv_init(sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int, info: c_int, request: *mut c_int) => api::start_persistent("MPI_Scatterv_init", comm, info, request, |c| api::plan::scatterv(sendbuf, Ints::Int(sendcounts), Ints::Int(displs), sendtype, recvbuf, Count::from(recvcount), recvtype, root, c)));
-entry!(MPI_Scatterv_init_c / PMPI_Scatterv_init_c(sendbuf: *const c_void, sendcounts: *const i64, displs: *const i64, sendtype: c_int, recvbuf: *mut c_void, recvcount: i64, recvtype: c_int, root: c_int, comm: c_int, info: c_int, request: *mut c_int) => api::start_persistent("MPI_Scatterv_init_c", comm, info, request, |c| api::plan::scatterv(sendbuf, Ints::Long(sendcounts), Ints::Long(displs), sendtype, recvbuf, recvcount, recvtype, root, c)));
-entry!(MPI_Send / PMPI_Send(buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int) => api::send("MPI_Send", buf, Count::from(count), datatype, dest, tag, comm));
-entry!(MPI_Send_c / PMPI_Send_c(buf: *const c_void, count: i64, datatype: c_int, dest: c_int, tag: c_int, comm: c_int) => api::send("MPI_Send_c", buf, count, datatype, dest, tag, comm));
-entry!(MPI_Send_init / PMPI_Send_init(buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int, request: *mut c_int) => api::send_init("MPI_Send_init", buf, Count::from(count), datatype, dest, tag, comm, request));
-entry!(MPI_Send_init_c / PMPI_Send_init_c(buf: *const c_void, count: i64, datatype: c_int, dest: c_int, tag: c_int, comm: c_int, request: *mut c_int) => api::send_init("MPI_Send_init_c", buf, count, datatype, dest, tag, comm, request));
-entry!(MPI_Sendrecv / PMPI_Sendrecv(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, dest: c_int, sendtag: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, source: c_int, recvtag: c_int, comm: c_int, status: *mut Status) => api::sendrecv("MPI_Sendrecv", sendbuf, Count::from(sendcount), sendtype, dest, sendtag, recvbuf, Count::from(recvcount), recvtype, source, recvtag, comm, status));
-entry!(MPI_Sendrecv_c / PMPI_Sendrecv_c(sendbuf: *const c_void, sendcount: i64, sendtype: c_int, dest: c_int, sendtag: c_int, recvbuf: *mut c_void, recvcount: i64, recvtype: c_int, source: c_int, recvtag: c_int, comm: c_int, status: *mut Status) => api::sendrecv("MPI_Sendrecv_c", sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status));
-entry!(MPI_Sendrecv_replace / PMPI_Sendrecv_replace(buf: *mut c_void, count: c_int, datatype: c_int, dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int, comm: c_int, status: *mut Status) => api::sendrecv_replace("MPI_Sendrecv_replace", buf, Count::from(count), datatype, dest, sendtag, source, recvtag, comm, status));
-entry!(MPI_Sendrecv_replace_c / PMPI_Sendrecv_replace_c(buf: *mut c_void, count: i64, datatype: c_int, dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int, comm: c_int, status: *mut Status) => api::sendrecv_replace("MPI_Sendrecv_replace_c", buf, count, datatype, dest, sendtag, source, recvtag, comm, status));
+entry!(MPI_Reduce_scatter_init / PMPI_Reduce_scatter_init(sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: c_int, op: c_int, comm: c_int, info: c_int, request: *mut c_int) => {
+    if request.is_null() { return api::checks::null("MPI_Reduce_scatter_init", Some(comm), "request"); }
+    api::start_persistent("MPI_Reduce_scatter_init", comm, info, request, |c| api::plan::reduce_scatter(sendbuf, recvbuf, RecvCounts::Int(recvcounts), datatype, op, c))
+});
+entry!(MPI_Reduce_scatter_init_c / PMPI_Reduce_scatter_init_c(sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const i64, datatype: c_int, op: c_int, comm: c_int, info: c_int, request: *mut c_int) => {
+    if request.is_null() { return api::checks::null("MPI_Reduce_scatter_init_c", Some(comm), "request"); }
+    api::start_persistent("MPI_Reduce_scatter_init_c", comm, info, request, |c| api::plan::reduce_scatter(sendbuf, recvbuf, RecvCounts::Count(recvcounts), datatype, op, c))
+});
+entry!(MPI_Request_free / PMPI_Request_free(request: *mut c_int) => {
+    if request.is_null() { return api::checks::null("MPI_Request_free", None, "request"); }
+    api::request_free(request)
+});
+entry!(MPI_Request_get_status / PMPI_Request_get_status(request: c_int, flag: *mut c_int, status: *mut Status) => {
+    if flag.is_null() { return api::checks::null("MPI_Request_get_status", None, "flag"); }
+    api::request_get_status(request, flag, status)
+});
+entry!(MPI_Request_get_status_all / PMPI_Request_get_status_all(count: c_int, array_of_requests: *const c_int, flag: *mut c_int, array_of_statuses: *mut Status) => {
+    if count < 0 { return api::checks::negative_arg("MPI_Request_get_status_all", None, "count", count); }
+    if flag.is_null() { return api::checks::null("MPI_Request_get_status_all", None, "flag"); }
+    api::request_get_status_all(count, array_of_requests, flag, array_of_statuses)
+});
+entry!(MPI_Request_get_status_any / PMPI_Request_get_status_any(count: c_int, array_of_requests: *const c_int, index: *mut c_int, flag: *mut c_int, status: *mut Status) => {
+    if count < 0 { return api::checks::negative_arg("MPI_Request_get_status_any", None, "count", count); }
+    if index.is_null() { return api::checks::null("MPI_Request_get_status_any", None, "index"); }
+    if flag.is_null() { return api::checks::null("MPI_Request_get_status_any", None, "flag"); }
+    api::request_get_status_any(count, array_of_requests, index, flag, status)
+});
+entry!(MPI_Request_get_status_some / PMPI_Request_get_status_some(incount: c_int, array_of_requests: *const c_int, outcount: *mut c_int, array_of_indices: *mut c_int, array_of_statuses: *mut Status) => {
+    if incount < 0 { return api::checks::negative_arg("MPI_Request_get_status_some", None, "incount", incount); }
+    if outcount.is_null() { return api::checks::null("MPI_Request_get_status_some", None, "outcount"); }
+    api::request_get_status_some(incount, array_of_requests, outcount, array_of_indices, array_of_statuses)
+});
+entry!(MPI_Scan / PMPI_Scan(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, comm: c_int) => {
+    if count < 0 { return api::checks::negative_count("MPI_Scan", Some(comm), "count", count); }
+    api::scan("MPI_Scan", sendbuf, recvbuf, Count::from(count), datatype, op, comm)
+});
+entry!(MPI_Scan_c / PMPI_Scan_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: c_int, op: c_int, comm: c_int) => {
+    if count < 0 { return api::checks::negative_count("MPI_Scan_c", Some(comm), "count", count); }
+    api::scan("MPI_Scan_c", sendbuf, recvbuf, count, datatype, op, comm)
+});
+entry!(MPI_Scan_init / PMPI_Scan_init(sendbuf: *const c_void, recvbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int, comm: c_int, info: c_int, request: *mut c_int) => {
+    if count < 0 { return api::checks::negative_count("MPI_Scan_init", Some(comm), "count", count); }
+    if request.is_null() { return api::checks::null("MPI_Scan_init", Some(comm), "request"); }
+    api::start_persistent("MPI_Scan_init", comm, info, request, |c| api::plan::scan(sendbuf, recvbuf, Count::from(count), datatype, op, c))
+});
+entry!(MPI_Scan_init_c / PMPI_Scan_init_c(sendbuf: *const c_void, recvbuf: *mut c_void, count: i64, datatype: c_int, op: c_int, comm: c_int, info: c_int, request: *mut c_int) => {
+    if count < 0 { return api::checks::negative_count("MPI_Scan_init_c", Some(comm), "count", count); }
+    if request.is_null() { return api::checks::null("MPI_Scan_init_c", Some(comm), "request"); }
+    api::start_persistent("MPI_Scan_init_c", comm, info, request, |c| api::plan::scan(sendbuf, recvbuf, count, datatype, op, c))
+});
+entry!(MPI_Scatter / PMPI_Scatter(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int) => {
+    if sendcount < 0 { return api::checks::negative_count("MPI_Scatter", Some(comm), "sendcount", sendcount); }
+    if recvcount < 0 { return api::checks::negative_count("MPI_Scatter", Some(comm), "recvcount", recvcount); }
+    api::scatter("MPI_Scatter", sendbuf, Count::from(sendcount), sendtype, recvbuf, Count::from(recvcount), recvtype, root, comm)
+});
+entry!(MPI_Scatter_c / PMPI_Scatter_c(sendbuf: *const c_void, sendcount: i64, sendtype: c_int, recvbuf: *mut c_void, recvcount: i64, recvtype: c_int, root: c_int, comm: c_int) => {
+    if sendcount < 0 { return api::checks::negative_count("MPI_Scatter_c", Some(comm), "sendcount", sendcount); }
+    if recvcount < 0 { return api::checks::negative_count("MPI_Scatter_c", Some(comm), "recvcount", recvcount); }
+    api::scatter("MPI_Scatter_c", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, comm)
+});
+entry!(MPI_Scatter_init / PMPI_Scatter_init(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int, info: c_int, request: *mut c_int) => {
+    if sendcount < 0 { return api::checks::negative_count("MPI_Scatter_init", Some(comm), "sendcount", sendcount); }
+    if recvcount < 0 { return api::checks::negative_count("MPI_Scatter_init", Some(comm), "recvcount", recvcount); }
+    if request.is_null() { return api::checks::null("MPI_Scatter_init", Some(comm), "request"); }
+    api::start_persistent("MPI_Scatter_init", comm, info, request, |c| api::plan::scatter(sendbuf, Count::from(sendcount), sendtype, recvbuf, Count::from(recvcount), recvtype, root, c))
+});
+entry!(MPI_Scatter_init_c / PMPI_Scatter_init_c(sendbuf: *const c_void, sendcount: i64, sendtype: c_int, recvbuf: *mut c_void, recvcount: i64, recvtype: c_int, root: c_int, comm: c_int, info: c_int, request: *mut c_int) => {
+    if sendcount < 0 { return api::checks::negative_count("MPI_Scatter_init_c", Some(comm), "sendcount", sendcount); }
+    if recvcount < 0 { return api::checks::negative_count("MPI_Scatter_init_c", Some(comm), "recvcount", recvcount); }
+    if request.is_null() { return api::checks::null("MPI_Scatter_init_c", Some(comm), "request"); }
+    api::start_persistent("MPI_Scatter_init_c", comm, info, request, |c| api::plan::scatter(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, root, c))
+});
+entry!(MPI_Scatterv / PMPI_Scatterv(sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int) => {
+    if recvcount < 0 { return api::checks::negative_count("MPI_Scatterv", Some(comm), "recvcount", recvcount); }
+    api::scatterv("MPI_Scatterv", sendbuf, Ints::Int(sendcounts), Ints::Int(displs), sendtype, recvbuf, Count::from(recvcount), recvtype, root, comm)
+});
+entry!(MPI_Scatterv_c / PMPI_Scatterv_c(sendbuf: *const c_void, sendcounts: *const i64, displs: *const i64, sendtype: c_int, recvbuf: *mut c_void, recvcount: i64, recvtype: c_int, root: c_int, comm: c_int) => {
+    if recvcount < 0 { return api::checks::negative_count("MPI_Scatterv_c", Some(comm), "recvcount", recvcount); }
+    api::scatterv("MPI_Scatterv_c", sendbuf, Ints::Long(sendcounts), Ints::Long(displs), sendtype, recvbuf, recvcount, recvtype, root, comm)
+});
+entry!(MPI_Scatterv_init / PMPI_Scatterv_init(sendbuf: *const c_void, sendcounts: *const c_int, displs: *const c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, root: c_int, comm: c_int, info: c_int, request: *mut c_int) => {
+    if recvcount < 0 { return api::checks::negative_count("MPI_Scatterv_init", Some(comm), "recvcount", recvcount); }
+    if request.is_null() { return api::checks::null("MPI_Scatterv_init", Some(comm), "request"); }
+    api::start_persistent("MPI_Scatterv_init", comm, info, request, |c| api::plan::scatterv(sendbuf, Ints::Int(sendcounts), Ints::Int(displs), sendtype, recvbuf, Count::from(recvcount), recvtype, root, c))
+});
+entry!(MPI_Scatterv_init_c / PMPI_Scatterv_init_c(sendbuf: *const c_void, sendcounts: *const i64, displs: *const i64, sendtype: c_int, recvbuf: *mut c_void, recvcount: i64, recvtype: c_int, root: c_int, comm: c_int, info: c_int, request: *mut c_int) => {
+    if recvcount < 0 { return api::checks::negative_count("MPI_Scatterv_init_c", Some(comm), "recvcount", recvcount); }
+    if request.is_null() { return api::checks::null("MPI_Scatterv_init_c", Some(comm), "request"); }
+    api::start_persistent("MPI_Scatterv_init_c", comm, info, request, |c| api::plan::scatterv(sendbuf, Ints::Long(sendcounts), Ints::Long(displs), sendtype, recvbuf, recvcount, recvtype, root, c))
+});
+entry!(MPI_Send / PMPI_Send(buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int) => {
+    if count < 0 { return api::checks::negative_count("MPI_Send", Some(comm), "count", count); }
+    api::send("MPI_Send", buf, Count::from(count), datatype, dest, tag, comm)
+});
+entry!(MPI_Send_c / PMPI_Send_c(buf: *const c_void, count: i64, datatype: c_int, dest: c_int, tag: c_int, comm: c_int) => {
+    if count < 0 { return api::checks::negative_count("MPI_Send_c", Some(comm), "count", count); }
+    api::send("MPI_Send_c", buf, count, datatype, dest, tag, comm)
+});
+entry!(MPI_Send_init / PMPI_Send_init(buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int, request: *mut c_int) => {
+    if count < 0 { return api::checks::negative_count("MPI_Send_init", Some(comm), "count", count); }
+    if request.is_null() { return api::checks::null("MPI_Send_init", Some(comm), "request"); }
+    api::send_init("MPI_Send_init", buf, Count::from(count), datatype, dest, tag, comm, request)
+});
+entry!(MPI_Send_init_c / PMPI_Send_init_c(buf: *const c_void, count: i64, datatype: c_int, dest: c_int, tag: c_int, comm: c_int, request: *mut c_int) => {
+    if count < 0 { return api::checks::negative_count("MPI_Send_init_c", Some(comm), "count", count); }
+    if request.is_null() { return api::checks::null("MPI_Send_init_c", Some(comm), "request"); }
+    api::send_init("MPI_Send_init_c", buf, count, datatype, dest, tag, comm, request)
+});
+entry!(MPI_Sendrecv / PMPI_Sendrecv(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, dest: c_int, sendtag: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, source: c_int, recvtag: c_int, comm: c_int, status: *mut Status) => {
+    if sendcount < 0 { return api::checks::negative_count("MPI_Sendrecv", Some(comm), "sendcount", sendcount); }
+    if recvcount < 0 { return api::checks::negative_count("MPI_Sendrecv", Some(comm), "recvcount", recvcount); }
+    api::sendrecv("MPI_Sendrecv", sendbuf, Count::from(sendcount), sendtype, dest, sendtag, recvbuf, Count::from(recvcount), recvtype, source, recvtag, comm, status)
+});
+entry!(MPI_Sendrecv_c / PMPI_Sendrecv_c(sendbuf: *const c_void, sendcount: i64, sendtype: c_int, dest: c_int, sendtag: c_int, recvbuf: *mut c_void, recvcount: i64, recvtype: c_int, source: c_int, recvtag: c_int, comm: c_int, status: *mut Status) => {
+    if sendcount < 0 { return api::checks::negative_count("MPI_Sendrecv_c", Some(comm), "sendcount", sendcount); }
+    if recvcount < 0 { return api::checks::negative_count("MPI_Sendrecv_c", Some(comm), "recvcount", recvcount); }
+    api::sendrecv("MPI_Sendrecv_c", sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount, recvtype, source, recvtag, comm, status)
+});
+entry!(MPI_Sendrecv_replace / PMPI_Sendrecv_replace(buf: *mut c_void, count: c_int, datatype: c_int, dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int, comm: c_int, status: *mut Status) => {
+    if count < 0 { return api::checks::negative_count("MPI_Sendrecv_replace", Some(comm), "count", count); }
+    api::sendrecv_replace("MPI_Sendrecv_replace", buf, Count::from(count), datatype, dest, sendtag, source, recvtag, comm, status)
+});
+entry!(MPI_Sendrecv_replace_c / PMPI_Sendrecv_replace_c(buf: *mut c_void, count: i64, datatype: c_int, dest: c_int, sendtag: c_int, source: c_int, recvtag: c_int, comm: c_int, status: *mut Status) => {
+    if count < 0 { return api::checks::negative_count("MPI_Sendrecv_replace_c", Some(comm), "count", count); }
+    api::sendrecv_replace("MPI_Sendrecv_replace_c", buf, count, datatype, dest, sendtag, source, recvtag, comm, status)
+});
 entry!(MPI_Session_call_errhandler / PMPI_Session_call_errhandler(session: c_int, errorcode: c_int) => api::session_call_errhandler("MPI_Session_call_errhandler", session, errorcode));
 entry!(MPI_Session_create_errhandler / PMPI_Session_create_errhandler(session_errhandler_fn: Option<CommErrhandlerFn>, errhandler: *mut c_int) => api::session_create_errhandler("MPI_Session_create_errhandler", session_errhandler_fn, errhandler));
 entry!(MPI_Session_finalize / PMPI_Session_finalize(session: *mut c_int) => api::session_finalize("MPI_Session_finalize", session));
@@ -325,44 +1189,184 @@ entry!(MPI_Session_get_num_psets / PMPI_Session_get_num_psets(session: c_int, in
 entry!(MPI_Session_get_pset_info / PMPI_Session_get_pset_info(session: c_int, pset_name: *const c_char, info: *mut c_int) => api::session_get_pset_info("MPI_Session_get_pset_info", session, pset_name, info));
 entry!(MPI_Session_init / PMPI_Session_init(info: c_int, errhandler: c_int, session: *mut c_int) => api::session_init("MPI_Session_init", info, errhandler, session));
 entry!(MPI_Session_set_errhandler / PMPI_Session_set_errhandler(session: c_int, errhandler: c_int) => api::session_set_errhandler("MPI_Session_set_errhandler", session, errhandler));
-entry!(MPI_Ssend / PMPI_Ssend(buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int) => api::ssend("MPI_Ssend", buf, Count::from(count), datatype, dest, tag, comm));
-entry!(MPI_Ssend_c / PMPI_Ssend_c(buf: *const c_void, count: i64, datatype: c_int, dest: c_int, tag: c_int, comm: c_int) => api::ssend("MPI_Ssend_c", buf, count, datatype, dest, tag, comm));
-entry!(MPI_Start / PMPI_Start(request: *mut c_int) => api::start(request));
-entry!(MPI_Startall / PMPI_Startall(count: c_int, array_of_requests: *mut c_int) => api::startall(count, array_of_requests));
-entry!(MPI_Test / PMPI_Test(request: *mut c_int, flag: *mut c_int, status: *mut Status) => api::test(request, flag, status));
-entry!(MPI_Test_cancelled / PMPI_Test_cancelled(status: *const Status, flag: *mut c_int) => api::test_cancelled(status, flag));
-entry!(MPI_Testall / PMPI_Testall(count: c_int, array_of_requests: *mut c_int, flag: *mut c_int, array_of_statuses: *mut Status) => api::testall(count, array_of_requests, flag, array_of_statuses));
-entry!(MPI_Testany / PMPI_Testany(count: c_int, array_of_requests: *mut c_int, index: *mut c_int, flag: *mut c_int, status: *mut Status) => api::testany(count, array_of_requests, index, flag, status));
-entry!(MPI_Testsome / PMPI_Testsome(incount: c_int, array_of_requests: *mut c_int, outcount: *mut c_int, array_of_indices: *mut c_int, array_of_statuses: *mut Status) => api::testsome(incount, array_of_requests, outcount, array_of_indices, array_of_statuses));
-entry!(MPI_Topo_test / PMPI_Topo_test(comm: c_int, status: *mut c_int) => api::topo_test(comm, status));
-entry!(MPI_Type_commit / PMPI_Type_commit(datatype: *mut c_int) => api::type_commit(datatype));
-entry!(MPI_Type_contiguous / PMPI_Type_contiguous(count: c_int, oldtype: c_int, newtype: *mut c_int) => api::type_contiguous("MPI_Type_contiguous", Count::from(count), oldtype, newtype));
-entry!(MPI_Type_contiguous_c / PMPI_Type_contiguous_c(count: i64, oldtype: c_int, newtype: *mut c_int) => api::type_contiguous("MPI_Type_contiguous_c", count, oldtype, newtype));
-entry!(MPI_Type_create_darray / PMPI_Type_create_darray(size: c_int, rank: c_int, ndims: c_int, array_of_gsizes: *const c_int, array_of_distribs: *const c_int, array_of_dargs: *const c_int, array_of_psizes: *const c_int, order: c_int, oldtype: c_int, newtype: *mut c_int) => api::type_create_darray("MPI_Type_create_darray", size, rank, ndims, Ints::Int(array_of_gsizes), array_of_distribs, array_of_dargs, array_of_psizes, order, oldtype, newtype));
-entry!(MPI_Type_create_darray_c / PMPI_Type_create_darray_c(size: c_int, rank: c_int, ndims: c_int, array_of_gsizes: *const i64, array_of_distribs: *const c_int, array_of_dargs: *const c_int, array_of_psizes: *const c_int, order: c_int, oldtype: c_int, newtype: *mut c_int) => api::type_create_darray("MPI_Type_create_darray_c", size, rank, ndims, Ints::Long(array_of_gsizes), array_of_distribs, array_of_dargs, array_of_psizes, order, oldtype, newtype));
-entry!(MPI_Type_create_hindexed / PMPI_Type_create_hindexed(count: c_int, array_of_blocklengths: *const c_int, array_of_displacements: *const i64, oldtype: c_int, newtype: *mut c_int) => api::type_create_hindexed("MPI_Type_create_hindexed", Count::from(count), Ints::Int(array_of_blocklengths), Ints::Long(array_of_displacements), oldtype, newtype));
-entry!(MPI_Type_create_hindexed_c / PMPI_Type_create_hindexed_c(count: i64, array_of_blocklengths: *const i64, array_of_displacements: *const i64, oldtype: c_int, newtype: *mut c_int) => api::type_create_hindexed("MPI_Type_create_hindexed_c", count, Ints::Long(array_of_blocklengths), Ints::Long(array_of_displacements), oldtype, newtype));
-entry!(MPI_Type_create_hvector / PMPI_Type_create_hvector(count: c_int, blocklength: c_int, stride: i64, oldtype: c_int, newtype: *mut c_int) => api::type_create_hvector("MPI_Type_create_hvector", Count::from(count), Count::from(blocklength), stride, oldtype, newtype));
-entry!(MPI_Type_create_hvector_c / PMPI_Type_create_hvector_c(count: i64, blocklength: i64, stride: i64, oldtype: c_int, newtype: *mut c_int) => api::type_create_hvector("MPI_Type_create_hvector_c", count, blocklength, stride, oldtype, newtype));
-entry!(MPI_Type_create_resized / PMPI_Type_create_resized(oldtype: c_int, lb: i64, extent: i64, newtype: *mut c_int) => api::type_create_resized("MPI_Type_create_resized", oldtype, lb, extent, newtype));
-entry!(MPI_Type_create_resized_c / PMPI_Type_create_resized_c(oldtype: c_int, lb: i64, extent: i64, newtype: *mut c_int) => api::type_create_resized("MPI_Type_create_resized_c", oldtype, lb, extent, newtype));
-entry!(MPI_Type_create_subarray / PMPI_Type_create_subarray(ndims: c_int, array_of_sizes: *const c_int, array_of_subsizes: *const c_int, array_of_starts: *const c_int, order: c_int, oldtype: c_int, newtype: *mut c_int) => api::type_create_subarray("MPI_Type_create_subarray", ndims, Ints::Int(array_of_sizes), Ints::Int(array_of_subsizes), Ints::Int(array_of_starts), order, oldtype, newtype));
-entry!(MPI_Type_create_subarray_c / PMPI_Type_create_subarray_c(ndims: c_int, array_of_sizes: *const i64, array_of_subsizes: *const i64, array_of_starts: *const i64, order: c_int, oldtype: c_int, newtype: *mut c_int) => api::type_create_subarray("MPI_Type_create_subarray_c", ndims, Ints::Long(array_of_sizes), Ints::Long(array_of_subsizes), Ints::Long(array_of_starts), order, oldtype, newtype));
-entry!(MPI_Type_dup / PMPI_Type_dup(oldtype: c_int, newtype: *mut c_int) => api::type_dup(oldtype, newtype));
-entry!(MPI_Type_free / PMPI_Type_free(datatype: *mut c_int) => api::type_free(datatype));
-entry!(MPI_Type_get_attr / PMPI_Type_get_attr(datatype: c_int, type_keyval: c_int, attribute_val: *mut c_void, flag: *mut c_int) => api::attributes::type_get_attr(datatype, type_keyval, attribute_val, flag));
-entry!(MPI_Type_get_envelope / PMPI_Type_get_envelope(datatype: c_int, num_integers: *mut c_int, num_addresses: *mut c_int, num_datatypes: *mut c_int, combiner: *mut c_int) => api::type_get_envelope(datatype, num_integers, num_addresses, num_datatypes, combiner));
-entry!(MPI_Type_get_envelope_c / PMPI_Type_get_envelope_c(datatype: c_int, num_integers: *mut Count, num_addresses: *mut Count, num_large_counts: *mut Count, num_datatypes: *mut Count, combiner: *mut c_int) => api::type_get_envelope_c(datatype, num_integers, num_addresses, num_large_counts, num_datatypes, combiner));
-entry!(MPI_Type_get_name / PMPI_Type_get_name(datatype: c_int, type_name: *mut c_char, resultlen: *mut c_int) => api::type_get_name(datatype, type_name, resultlen));
-entry!(MPI_Type_match_size / PMPI_Type_match_size(typeclass: c_int, size: c_int, datatype: *mut c_int) => api::type_match_size(typeclass, size, datatype));
+entry!(MPI_Ssend / PMPI_Ssend(buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int) => {
+    if count < 0 { return api::checks::negative_count("MPI_Ssend", Some(comm), "count", count); }
+    api::ssend("MPI_Ssend", buf, Count::from(count), datatype, dest, tag, comm)
+});
+entry!(MPI_Ssend_c / PMPI_Ssend_c(buf: *const c_void, count: i64, datatype: c_int, dest: c_int, tag: c_int, comm: c_int) => {
+    if count < 0 { return api::checks::negative_count("MPI_Ssend_c", Some(comm), "count", count); }
+    api::ssend("MPI_Ssend_c", buf, count, datatype, dest, tag, comm)
+});
+entry!(MPI_Start / PMPI_Start(request: *mut c_int) => {
+    if request.is_null() { return api::checks::null("MPI_Start", None, "request"); }
+    api::start(request)
+});
+entry!(MPI_Startall / PMPI_Startall(count: c_int, array_of_requests: *mut c_int) => {
+    if count < 0 { return api::checks::negative_arg("MPI_Startall", None, "count", count); }
+    api::startall(count, array_of_requests)
+});
+entry!(MPI_Test / PMPI_Test(request: *mut c_int, flag: *mut c_int, status: *mut Status) => {
+    if request.is_null() { return api::checks::null("MPI_Test", None, "request"); }
+    if flag.is_null() { return api::checks::null("MPI_Test", None, "flag"); }
+    api::test(request, flag, status)
+});
+entry!(MPI_Test_cancelled / PMPI_Test_cancelled(status: *const Status, flag: *mut c_int) => {
+    if flag.is_null() { return api::checks::null("MPI_Test_cancelled", None, "flag"); }
+    api::test_cancelled(status, flag)
+});
+entry!(MPI_Testall / PMPI_Testall(count: c_int, array_of_requests: *mut c_int, flag: *mut c_int, array_of_statuses: *mut Status) => {
+    if count < 0 { return api::checks::negative_arg("MPI_Testall", None, "count", count); }
+    if flag.is_null() { return api::checks::null("MPI_Testall", None, "flag"); }
+    api::testall(count, array_of_requests, flag, array_of_statuses)
+});
+entry!(MPI_Testany / PMPI_Testany(count: c_int, array_of_requests: *mut c_int, index: *mut c_int, flag: *mut c_int, status: *mut Status) => {
+    if count < 0 { return api::checks::negative_arg("MPI_Testany", None, "count", count); }
+    if index.is_null() { return api::checks::null("MPI_Testany", None, "index"); }
+    if flag.is_null() { return api::checks::null("MPI_Testany", None, "flag"); }
+    api::testany(count, array_of_requests, index, flag, status)
+});
+entry!(MPI_Testsome / PMPI_Testsome(incount: c_int, array_of_requests: *mut c_int, outcount: *mut c_int, array_of_indices: *mut c_int, array_of_statuses: *mut Status) => {
+    if incount < 0 { return api::checks::negative_arg("MPI_Testsome", None, "incount", incount); }
+    if outcount.is_null() { return api::checks::null("MPI_Testsome", None, "outcount"); }
+    api::testsome(incount, array_of_requests, outcount, array_of_indices, array_of_statuses)
+});
+entry!(MPI_Topo_test / PMPI_Topo_test(comm: c_int, status: *mut c_int) => {
+    if status.is_null() { return api::checks::null("MPI_Topo_test", Some(comm), "status"); }
+    api::topo_test(comm, status)
+});
+entry!(MPI_Type_commit / PMPI_Type_commit(datatype: *mut c_int) => {
+    if datatype.is_null() { return api::checks::null("MPI_Type_commit", None, "datatype"); }
+    api::type_commit(datatype)
+});
+entry!(MPI_Type_contiguous / PMPI_Type_contiguous(count: c_int, oldtype: c_int, newtype: *mut c_int) => {
+    if count < 0 { return api::checks::negative_count("MPI_Type_contiguous", None, "count", count); }
+    if newtype.is_null() { return api::checks::null("MPI_Type_contiguous", None, "newtype"); }
+    api::type_contiguous("MPI_Type_contiguous", Count::from(count), oldtype, newtype)
+});
+entry!(MPI_Type_contiguous_c / PMPI_Type_contiguous_c(count: i64, oldtype: c_int, newtype: *mut c_int) => {
+    if count < 0 { return api::checks::negative_count("MPI_Type_contiguous_c", None, "count", count); }
+    if newtype.is_null() { return api::checks::null("MPI_Type_contiguous_c", None, "newtype"); }
+    api::type_contiguous("MPI_Type_contiguous_c", count, oldtype, newtype)
+});
+entry!(MPI_Type_create_darray / PMPI_Type_create_darray(size: c_int, rank: c_int, ndims: c_int, array_of_gsizes: *const c_int, array_of_distribs: *const c_int, array_of_dargs: *const c_int, array_of_psizes: *const c_int, order: c_int, oldtype: c_int, newtype: *mut c_int) => {
+    if newtype.is_null() { return api::checks::null("MPI_Type_create_darray", None, "newtype"); }
+    api::type_create_darray("MPI_Type_create_darray", size, rank, ndims, Ints::Int(array_of_gsizes), array_of_distribs, array_of_dargs, array_of_psizes, order, oldtype, newtype)
+});
+entry!(MPI_Type_create_darray_c / PMPI_Type_create_darray_c(size: c_int, rank: c_int, ndims: c_int, array_of_gsizes: *const i64, array_of_distribs: *const c_int, array_of_dargs: *const c_int, array_of_psizes: *const c_int, order: c_int, oldtype: c_int, newtype: *mut c_int) => {
+    if newtype.is_null() { return api::checks::null("MPI_Type_create_darray_c", None, "newtype"); }
+    api::type_create_darray("MPI_Type_create_darray_c", size, rank, ndims, Ints::Long(array_of_gsizes), array_of_distribs, array_of_dargs, array_of_psizes, order, oldtype, newtype)
+});
+entry!(MPI_Type_create_hindexed / PMPI_Type_create_hindexed(count: c_int, array_of_blocklengths: *const c_int, array_of_displacements: *const i64, oldtype: c_int, newtype: *mut c_int) => {
+    if count < 0 { return api::checks::negative_count("MPI_Type_create_hindexed", None, "count", count); }
+    if newtype.is_null() { return api::checks::null("MPI_Type_create_hindexed", None, "newtype"); }
+    api::type_create_hindexed("MPI_Type_create_hindexed", Count::from(count), Ints::Int(array_of_blocklengths), Ints::Long(array_of_displacements), oldtype, newtype)
+});
+entry!(MPI_Type_create_hindexed_c / PMPI_Type_create_hindexed_c(count: i64, array_of_blocklengths: *const i64, array_of_displacements: *const i64, oldtype: c_int, newtype: *mut c_int) => {
+    if count < 0 { return api::checks::negative_count("MPI_Type_create_hindexed_c", None, "count", count); }
+    if newtype.is_null() { return api::checks::null("MPI_Type_create_hindexed_c", None, "newtype"); }
+    api::type_create_hindexed("MPI_Type_create_hindexed_c", count, Ints::Long(array_of_blocklengths), Ints::Long(array_of_displacements), oldtype, newtype)
+});
+entry!(MPI_Type_create_hvector / PMPI_Type_create_hvector(count: c_int, blocklength: c_int, stride: i64, oldtype: c_int, newtype: *mut c_int) => {
+    if count < 0 { return api::checks::negative_count("MPI_Type_create_hvector", None, "count", count); }
+    if blocklength < 0 { return api::checks::negative_count("MPI_Type_create_hvector", None, "blocklength", blocklength); }
+    if newtype.is_null() { return api::checks::null("MPI_Type_create_hvector", None, "newtype"); }
+    api::type_create_hvector("MPI_Type_create_hvector", Count::from(count), Count::from(blocklength), stride, oldtype, newtype)
+});
+entry!(MPI_Type_create_hvector_c / PMPI_Type_create_hvector_c(count: i64, blocklength: i64, stride: i64, oldtype: c_int, newtype: *mut c_int) => {
+    if count < 0 { return api::checks::negative_count("MPI_Type_create_hvector_c", None, "count", count); }
+    if blocklength < 0 { return api::checks::negative_count("MPI_Type_create_hvector_c", None, "blocklength", blocklength); }
+    if newtype.is_null() { return api::checks::null("MPI_Type_create_hvector_c", None, "newtype"); }
+    api::type_create_hvector("MPI_Type_create_hvector_c", count, blocklength, stride, oldtype, newtype)
+});
+entry!(MPI_Type_create_resized / PMPI_Type_create_resized(oldtype: c_int, lb: i64, extent: i64, newtype: *mut c_int) => {
+    if newtype.is_null() { return api::checks::null("MPI_Type_create_resized", None, "newtype"); }
+    api::type_create_resized("MPI_Type_create_resized", oldtype, lb, extent, newtype)
+});
+entry!(MPI_Type_create_resized_c / PMPI_Type_create_resized_c(oldtype: c_int, lb: i64, extent: i64, newtype: *mut c_int) => {
+    if newtype.is_null() { return api::checks::null("MPI_Type_create_resized_c", None, "newtype"); }
+    api::type_create_resized("MPI_Type_create_resized_c", oldtype, lb, extent, newtype)
+});
+entry!(MPI_Type_create_subarray / PMPI_Type_create_subarray(ndims: c_int, array_of_sizes: *const c_int, array_of_subsizes: *const c_int, array_of_starts: *const c_int, order: c_int, oldtype: c_int, newtype: *mut c_int) => {
+    if newtype.is_null() { return api::checks::null("MPI_Type_create_subarray", None, "newtype"); }
+    api::type_create_subarray("MPI_Type_create_subarray", ndims, Ints::Int(array_of_sizes), Ints::Int(array_of_subsizes), Ints::Int(array_of_starts), order, oldtype, newtype)
+});
+entry!(MPI_Type_create_subarray_c / PMPI_Type_create_subarray_c(ndims: c_int, array_of_sizes: *const i64, array_of_subsizes: *const i64, array_of_starts: *const i64, order: c_int, oldtype: c_int, newtype: *mut c_int) => {
+    if newtype.is_null() { return api::checks::null("MPI_Type_create_subarray_c", None, "newtype"); }
+    api::type_create_subarray("MPI_Type_create_subarray_c", ndims, Ints::Long(array_of_sizes), Ints::Long(array_of_subsizes), Ints::Long(array_of_starts), order, oldtype, newtype)
+});
+entry!(MPI_Type_dup / PMPI_Type_dup(oldtype: c_int, newtype: *mut c_int) => {
+    if newtype.is_null() { return api::checks::null("MPI_Type_dup", None, "newtype"); }
+    api::type_dup(oldtype, newtype)
+});
+entry!(MPI_Type_free / PMPI_Type_free(datatype: *mut c_int) => {
+    if datatype.is_null() { return api::checks::null("MPI_Type_free", None, "datatype"); }
+    api::type_free(datatype)
+});
+entry!(MPI_Type_get_attr / PMPI_Type_get_attr(datatype: c_int, type_keyval: c_int, attribute_val: *mut c_void, flag: *mut c_int) => {
+    if flag.is_null() { return api::checks::null("MPI_Type_get_attr", None, "flag"); }
+    api::attributes::type_get_attr(datatype, type_keyval, attribute_val, flag)
+});
+entry!(MPI_Type_get_envelope / PMPI_Type_get_envelope(datatype: c_int, num_integers: *mut c_int, num_addresses: *mut c_int, num_datatypes: *mut c_int, combiner: *mut c_int) => {
+    if num_integers.is_null() { return api::checks::null("MPI_Type_get_envelope", None, "num_integers"); }
+    if num_addresses.is_null() { return api::checks::null("MPI_Type_get_envelope", None, "num_addresses"); }
+    if num_datatypes.is_null() { return api::checks::null("MPI_Type_get_envelope", None, "num_datatypes"); }
+    if combiner.is_null() { return api::checks::null("MPI_Type_get_envelope", None, "combiner"); }
+    api::type_get_envelope(datatype, num_integers, num_addresses, num_datatypes, combiner)
+});
+entry!(MPI_Type_get_envelope_c / PMPI_Type_get_envelope_c(datatype: c_int, num_integers: *mut Count, num_addresses: *mut Count, num_large_counts: *mut Count, num_datatypes: *mut Count, combiner: *mut c_int) => {
+    if num_integers.is_null() { return api::checks::null("MPI_Type_get_envelope_c", None, "num_integers"); }
+    if num_addresses.is_null() { return api::checks::null("MPI_Type_get_envelope_c", None, "num_addresses"); }
+    if num_large_counts.is_null() { return api::checks::null("MPI_Type_get_envelope_c", None, "num_large_counts"); }
+    if num_datatypes.is_null() { return api::checks::null("MPI_Type_get_envelope_c", None, "num_datatypes"); }
+    if combiner.is_null() { return api::checks::null("MPI_Type_get_envelope_c", None, "combiner"); }
+    api::type_get_envelope_c(datatype, num_integers, num_addresses, num_large_counts, num_datatypes, combiner)
+});
+entry!(MPI_Type_get_name / PMPI_Type_get_name(datatype: c_int, type_name: *mut c_char, resultlen: *mut c_int) => {
+    if resultlen.is_null() { return api::checks::null("MPI_Type_get_name", None, "resultlen"); }
+    api::type_get_name(datatype, type_name, resultlen)
+});
+entry!(MPI_Type_match_size / PMPI_Type_match_size(typeclass: c_int, size: c_int, datatype: *mut c_int) => {
+    if datatype.is_null() { return api::checks::null("MPI_Type_match_size", None, "datatype"); }
+    api::type_match_size(typeclass, size, datatype)
+});
 entry!(MPI_Type_set_name / PMPI_Type_set_name(datatype: c_int, type_name: *const c_char) => api::type_set_name(datatype, type_name));
-entry!(MPI_Type_size / PMPI_Type_size(datatype: c_int, size: *mut c_int) => api::type_size(datatype, size));
-entry!(MPI_Type_size_c / PMPI_Type_size_c(datatype: c_int, size: *mut Count) => api::type_size_c(datatype, size));
-entry!(MPI_Type_vector / PMPI_Type_vector(count: c_int, blocklength: c_int, stride: c_int, oldtype: c_int, newtype: *mut c_int) => api::type_vector("MPI_Type_vector", Count::from(count), Count::from(blocklength), Count::from(stride), oldtype, newtype));
-entry!(MPI_Type_vector_c / PMPI_Type_vector_c(count: i64, blocklength: i64, stride: i64, oldtype: c_int, newtype: *mut c_int) => api::type_vector("MPI_Type_vector_c", count, blocklength, stride, oldtype, newtype));
+entry!(MPI_Type_size / PMPI_Type_size(datatype: c_int, size: *mut c_int) => {
+    if size.is_null() { return api::checks::null("MPI_Type_size", None, "size"); }
+    api::type_size(datatype, size)
+});
+entry!(MPI_Type_size_c / PMPI_Type_size_c(datatype: c_int, size: *mut Count) => {
+    if size.is_null() { return api::checks::null("MPI_Type_size_c", None, "size"); }
+    api::type_size_c(datatype, size)
+});
+entry!(MPI_Type_vector / PMPI_Type_vector(count: c_int, blocklength: c_int, stride: c_int, oldtype: c_int, newtype: *mut c_int) => {
+    if count < 0 { return api::checks::negative_count("MPI_Type_vector", None, "count", count); }
+    if blocklength < 0 { return api::checks::negative_count("MPI_Type_vector", None, "blocklength", blocklength); }
+    if newtype.is_null() { return api::checks::null("MPI_Type_vector", None, "newtype"); }
+    api::type_vector("MPI_Type_vector", Count::from(count), Count::from(blocklength), Count::from(stride), oldtype, newtype)
+});
+entry!(MPI_Type_vector_c / PMPI_Type_vector_c(count: i64, blocklength: i64, stride: i64, oldtype: c_int, newtype: *mut c_int) => {
+    if count < 0 { return api::checks::negative_count("MPI_Type_vector_c", None, "count", count); }
+    if blocklength < 0 { return api::checks::negative_count("MPI_Type_vector_c", None, "blocklength", blocklength); }
+    if newtype.is_null() { return api::checks::null("MPI_Type_vector_c", None, "newtype"); }
+    api::type_vector("MPI_Type_vector_c", count, blocklength, stride, oldtype, newtype)
+});
 entry!(MPI_Unpack_external / PMPI_Unpack_external(datarep: *const c_char, inbuf: *const c_void, insize: i64, position: *mut Count, outbuf: *mut c_void, outcount: c_int, datatype: c_int) => api::unpack_external("MPI_Unpack_external", datarep, inbuf, insize, position, outbuf, Count::from(outcount), datatype));
 entry!(MPI_Unpack_external_c / PMPI_Unpack_external_c(datarep: *const c_char, inbuf: *const c_void, insize: i64, position: *mut Count, outbuf: *mut c_void, outcount: i64, datatype: c_int) => api::unpack_external("MPI_Unpack_external_c", datarep, inbuf, insize, position, outbuf, outcount, datatype));
-entry!(MPI_Wait / PMPI_Wait(request: *mut c_int, status: *mut Status) => api::wait(request, status));
-entry!(MPI_Waitall / PMPI_Waitall(count: c_int, array_of_requests: *mut c_int, array_of_statuses: *mut Status) => api::waitall(count, array_of_requests, array_of_statuses));
-entry!(MPI_Waitany / PMPI_Waitany(count: c_int, array_of_requests: *mut c_int, index: *mut c_int, status: *mut Status) => api::waitany(count, array_of_requests, index, status));
-entry!(MPI_Waitsome / PMPI_Waitsome(incount: c_int, array_of_requests: *mut c_int, outcount: *mut c_int, array_of_indices: *mut c_int, array_of_statuses: *mut Status) => api::waitsome(incount, array_of_requests, outcount, array_of_indices, array_of_statuses));
+entry!(MPI_Wait / PMPI_Wait(request: *mut c_int, status: *mut Status) => {
+    if request.is_null() { return api::checks::null("MPI_Wait", None, "request"); }
+    api::wait(request, status)
+});
+entry!(MPI_Waitall / PMPI_Waitall(count: c_int, array_of_requests: *mut c_int, array_of_statuses: *mut Status) => {
+    if count < 0 { return api::checks::negative_arg("MPI_Waitall", None, "count", count); }
+    api::waitall(count, array_of_requests, array_of_statuses)
+});
+entry!(MPI_Waitany / PMPI_Waitany(count: c_int, array_of_requests: *mut c_int, index: *mut c_int, status: *mut Status) => {
+    if count < 0 { return api::checks::negative_arg("MPI_Waitany", None, "count", count); }
+    if index.is_null() { return api::checks::null("MPI_Waitany", None, "index"); }
+    api::waitany(count, array_of_requests, index, status)
+});
+entry!(MPI_Waitsome / PMPI_Waitsome(incount: c_int, array_of_requests: *mut c_int, outcount: *mut c_int, array_of_indices: *mut c_int, array_of_statuses: *mut Status) => {
+    if incount < 0 { return api::checks::negative_arg("MPI_Waitsome", None, "incount", incount); }
+    if outcount.is_null() { return api::checks::null("MPI_Waitsome", None, "outcount"); }
+    api::waitsome(incount, array_of_requests, outcount, array_of_indices, array_of_statuses)
+});

@@ -329,6 +329,46 @@ static int fatal_mode(void)
     return 1;
 }
 
+/* hcomm: the checks generated into every entry point from the standard's parameter kinds
+ * (scripts/gen-mpi-api.py, core/src/abi/api/checks.rs): a NULL scalar output argument is
+ * MPI_ERR_ARG, a negative element count MPI_ERR_COUNT, a negative length MPI_ERR_ARG; one
+ * function of each family. */
+static void generated_checks(void)
+{
+#ifdef HCOMM_MPI_H
+    MPI_Comm dup = MPI_COMM_NULL;
+    MPI_Group g;
+    MPI_Request req = MPI_REQUEST_NULL, reqs[1] = { MPI_REQUEST_NULL };
+    MPI_Status st, sts[1];
+    int v = 0;
+    expect("MPI_Comm_rank rank = NULL", MPI_Comm_rank(MPI_COMM_WORLD, NULL), MPI_ERR_ARG);
+    expect("MPI_Comm_size size = NULL", MPI_Comm_size(MPI_COMM_WORLD, NULL), MPI_ERR_ARG);
+    expect("MPI_Comm_dup newcomm = NULL", MPI_Comm_dup(MPI_COMM_WORLD, NULL), MPI_ERR_ARG);
+    expect("MPI_Comm_split newcomm = NULL", MPI_Comm_split(MPI_COMM_WORLD, 0, 0, NULL), MPI_ERR_ARG);
+    still_works("MPI_Comm_split newcomm = NULL");
+    MPI_Comm_group(MPI_COMM_WORLD, &g);
+    expect("MPI_Group_size size = NULL", MPI_Group_size(g, NULL), MPI_ERR_ARG);
+    MPI_Group_free(&g);
+    expect("MPI_Type_size size = NULL", MPI_Type_size(MPI_INT, NULL), MPI_ERR_ARG);
+    expect("MPI_Info_create info = NULL", MPI_Info_create(NULL), MPI_ERR_ARG);
+    expect("MPI_Op_commutative commute = NULL", MPI_Op_commutative(MPI_SUM, NULL), MPI_ERR_ARG);
+    expect("MPI_Isend request = NULL", MPI_Isend(&v, 1, MPI_INT, MPI_PROC_NULL, 0, MPI_COMM_WORLD, NULL),
+           MPI_ERR_ARG);
+    expect("MPI_Irecv count = -1", MPI_Irecv(&v, -1, MPI_INT, MPI_PROC_NULL, 0, MPI_COMM_WORLD, &req),
+           MPI_ERR_COUNT);
+    expect("MPI_Ibarrier request = NULL", MPI_Ibarrier(MPI_COMM_WORLD, NULL), MPI_ERR_ARG);
+    expect("MPI_Bcast_init request = NULL", MPI_Bcast_init(&v, 1, MPI_INT, 0, MPI_COMM_WORLD, MPI_INFO_NULL, NULL),
+           MPI_ERR_ARG);
+    expect("MPI_Test flag = NULL", MPI_Test(&req, NULL, &st), MPI_ERR_ARG);
+    expect("MPI_Waitall count = -1", MPI_Waitall(-1, reqs, sts), MPI_ERR_ARG);
+    expect("MPI_Get_count count = NULL", MPI_Get_count(&st, MPI_INT, NULL), MPI_ERR_ARG);
+    expect("MPI_Allgather_c recvcount = -1",
+           MPI_Allgather_c(&v, 1, MPI_INT, rbuf, (MPI_Count)-1, MPI_INT, MPI_COMM_WORLD), MPI_ERR_COUNT);
+    still_works("the generated checks");
+    (void)dup;
+#endif
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -489,6 +529,7 @@ int main(int argc, char **argv)
 #endif
 
     groups_comms_sessions();
+    generated_checks();
     /* process topologies: no topology, bad dims, ranks and coordinates; outputs not written */
     {
         int d[2] = { size, 0 }, p[2] = { 0, 0 }, nd = -9;

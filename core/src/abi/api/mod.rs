@@ -20,6 +20,7 @@ use crate::runtime;
 pub mod attributes;
 mod buffered;
 mod cart;
+pub mod checks;
 mod coll;
 mod coll2;
 mod comm;
