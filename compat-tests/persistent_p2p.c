@@ -1,5 +1,6 @@
 /*
  * persistent_p2p.c - persistent point-to-point: MPI_Send_init, MPI_Recv_init, MPI_Rsend_init,
+ * MPI_Ssend_init, MPI_Bsend_init,
  * MPI_Start, MPI_Startall, exact results.
  *
  *   1. A ring (send to rank+1, receive from rank-1) set up once and started five times with
@@ -170,6 +171,52 @@ static void ready_and_null(void)
 #endif
 }
 
+/* 5. MPI_Ssend_init and MPI_Bsend_init around the ring, each started three times with new
+ * contents. A synchronous start cannot complete before its receive is posted: every rank tests
+ * its send before the barrier that precedes all receives. A buffered start completes at once
+ * (the message is in the attached buffer), so its buffer may be overwritten before the
+ * receive runs. */
+static void sync_and_buffered(void)
+{
+    int next = (rank + 1) % size, prev = (rank + size - 1) % size;
+    int s[2], r[2];
+    MPI_Request sq, bq, rq;
+    int bsize = 4 * (2 * (int)sizeof(int) + MPI_BSEND_OVERHEAD);
+    char *attached = malloc(bsize);
+    MPI_Buffer_attach(attached, bsize);
+    MPI_Ssend_init(s, 2, MPI_INT, next, 11, MPI_COMM_WORLD, &sq);
+    MPI_Bsend_init(s, 2, MPI_INT, next, 12, MPI_COMM_WORLD, &bq);
+    for (int it = 0; it < 3; it++) {
+        s[0] = val(rank, 0, 20 + it), s[1] = val(rank, 1, 20 + it), r[0] = r[1] = -1;
+        int flag = 1;
+        MPI_Start(&sq);
+        MPI_Test(&sq, &flag, MPI_STATUS_IGNORE);
+        CHECK(!flag, "MPI_Ssend_init start %d completed before its receive was posted", it);
+        MPI_Barrier(MPI_COMM_WORLD);
+        MPI_Recv_init(r, 2, MPI_INT, prev, 11, MPI_COMM_WORLD, &rq);
+        MPI_Start(&rq);
+        MPI_Wait(&rq, MPI_STATUS_IGNORE);
+        MPI_Wait(&sq, MPI_STATUS_IGNORE);
+        MPI_Request_free(&rq);
+        CHECK(r[0] == val(prev, 0, 20 + it) && r[1] == val(prev, 1, 20 + it), "Ssend_init start %d: got %d %d", it,
+              r[0], r[1]);
+
+        s[0] = val(rank, 0, 30 + it), s[1] = val(rank, 1, 30 + it), r[0] = r[1] = -1;
+        MPI_Start(&bq);
+        MPI_Wait(&bq, MPI_STATUS_IGNORE);
+        s[0] = s[1] = -5; /* buffered: the message was copied at the start */
+        MPI_Recv(r, 2, MPI_INT, prev, 12, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        CHECK(r[0] == val(prev, 0, 30 + it) && r[1] == val(prev, 1, 30 + it), "Bsend_init start %d: got %d %d", it,
+              r[0], r[1]);
+    }
+    MPI_Request_free(&sq);
+    MPI_Request_free(&bq);
+    void *back;
+    int bback;
+    MPI_Buffer_detach(&back, &bback);
+    free(attached);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -182,6 +229,8 @@ int main(int argc, char **argv)
     if (rank == 0) printf("persistent_p2p: vector datatype: done\n");
     ready_and_null();
     if (rank == 0) printf("persistent_p2p: ready mode, MPI_PROC_NULL: done\n");
+    sync_and_buffered();
+    if (rank == 0) printf("persistent_p2p: synchronous and buffered: done\n");
     int all = 0;
     MPI_Allreduce(&fails, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (rank == 0)

@@ -172,6 +172,16 @@ entry!(MPI_Bsend_c / PMPI_Bsend_c(buf: *const c_void, count: i64, datatype: c_in
     if count < 0 { return api::checks::negative_count("MPI_Bsend_c", Some(comm), "count", count); }
     api::bsend("MPI_Bsend_c", buf, count, datatype, dest, tag, comm)
 });
+entry!(MPI_Bsend_init / PMPI_Bsend_init(buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int, request: *mut c_int) => {
+    if count < 0 { return api::checks::negative_count("MPI_Bsend_init", Some(comm), "count", count); }
+    if request.is_null() { return api::checks::null("MPI_Bsend_init", Some(comm), "request"); }
+    api::bsend_init("MPI_Bsend_init", buf, Count::from(count), datatype, dest, tag, comm, request)
+});
+entry!(MPI_Bsend_init_c / PMPI_Bsend_init_c(buf: *const c_void, count: i64, datatype: c_int, dest: c_int, tag: c_int, comm: c_int, request: *mut c_int) => {
+    if count < 0 { return api::checks::negative_count("MPI_Bsend_init_c", Some(comm), "count", count); }
+    if request.is_null() { return api::checks::null("MPI_Bsend_init_c", Some(comm), "request"); }
+    api::bsend_init("MPI_Bsend_init_c", buf, count, datatype, dest, tag, comm, request)
+});
 entry!(MPI_Buffer_attach / PMPI_Buffer_attach(buffer: *mut c_void, size: c_int) => {
     if size < 0 { return api::checks::negative_arg("MPI_Buffer_attach", None, "size", size); }
     api::buffer_attach("MPI_Buffer_attach", buffer, Count::from(size))
@@ -1196,6 +1206,16 @@ entry!(MPI_Ssend / PMPI_Ssend(buf: *const c_void, count: c_int, datatype: c_int,
 entry!(MPI_Ssend_c / PMPI_Ssend_c(buf: *const c_void, count: i64, datatype: c_int, dest: c_int, tag: c_int, comm: c_int) => {
     if count < 0 { return api::checks::negative_count("MPI_Ssend_c", Some(comm), "count", count); }
     api::ssend("MPI_Ssend_c", buf, count, datatype, dest, tag, comm)
+});
+entry!(MPI_Ssend_init / PMPI_Ssend_init(buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int, request: *mut c_int) => {
+    if count < 0 { return api::checks::negative_count("MPI_Ssend_init", Some(comm), "count", count); }
+    if request.is_null() { return api::checks::null("MPI_Ssend_init", Some(comm), "request"); }
+    api::ssend_init("MPI_Ssend_init", buf, Count::from(count), datatype, dest, tag, comm, request)
+});
+entry!(MPI_Ssend_init_c / PMPI_Ssend_init_c(buf: *const c_void, count: i64, datatype: c_int, dest: c_int, tag: c_int, comm: c_int, request: *mut c_int) => {
+    if count < 0 { return api::checks::negative_count("MPI_Ssend_init_c", Some(comm), "count", count); }
+    if request.is_null() { return api::checks::null("MPI_Ssend_init_c", Some(comm), "request"); }
+    api::ssend_init("MPI_Ssend_init_c", buf, count, datatype, dest, tag, comm, request)
 });
 entry!(MPI_Start / PMPI_Start(request: *mut c_int) => {
     if request.is_null() { return api::checks::null("MPI_Start", None, "request"); }

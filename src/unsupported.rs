@@ -17,8 +17,6 @@ hcomm_core::export_unsupported_mpi_functions! {
     fn MPI_Add_error_class / PMPI_Add_error_class(errorclass: *mut c_void) => On::Process;
     fn MPI_Add_error_code / PMPI_Add_error_code(errorclass: c_int, errorcode: *mut c_void) => On::Process;
     fn MPI_Add_error_string / PMPI_Add_error_string(errorcode: c_int, string: *mut c_void) => On::Process;
-    fn MPI_Bsend_init / PMPI_Bsend_init(buf: *mut c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int, request: *mut c_void) => On::Comm(comm);
-    fn MPI_Bsend_init_c / PMPI_Bsend_init_c(buf: *mut c_void, count: i64, datatype: c_int, dest: c_int, tag: c_int, comm: c_int, request: *mut c_void) => On::Comm(comm);
     fn MPI_Close_port / PMPI_Close_port(port_name: *mut c_void) => On::Process;
     fn MPI_Comm_accept / PMPI_Comm_accept(port_name: *mut c_void, info: c_int, root: c_int, comm: c_int, newcomm: *mut c_void) => On::Comm(comm);
     fn MPI_Comm_connect / PMPI_Comm_connect(port_name: *mut c_void, info: c_int, root: c_int, comm: c_int, newcomm: *mut c_void) => On::Comm(comm);
@@ -156,8 +154,6 @@ hcomm_core::export_unsupported_mpi_functions! {
     fn MPI_Session_detach_buffer_c / PMPI_Session_detach_buffer_c(session: c_int, buffer_addr: *mut c_void, size: *mut c_void) => On::Session;
     fn MPI_Session_flush_buffer / PMPI_Session_flush_buffer(session: c_int) => On::Session;
     fn MPI_Session_iflush_buffer / PMPI_Session_iflush_buffer(session: c_int, request: *mut c_void) => On::Session;
-    fn MPI_Ssend_init / PMPI_Ssend_init(buf: *mut c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int, request: *mut c_void) => On::Comm(comm);
-    fn MPI_Ssend_init_c / PMPI_Ssend_init_c(buf: *mut c_void, count: i64, datatype: c_int, dest: c_int, tag: c_int, comm: c_int, request: *mut c_void) => On::Comm(comm);
     fn MPI_Status_c2f / PMPI_Status_c2f(c_status: *mut c_void, f_status: *mut c_void) => On::Process;
     fn MPI_Status_c2f08 / PMPI_Status_c2f08(c_status: *mut c_void, f08_status: *mut c_void) => On::Process;
     fn MPI_Status_f082c / PMPI_Status_f082c(f08_status: *mut c_void, c_status: *mut c_void) => On::Process;

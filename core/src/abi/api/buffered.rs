@@ -104,7 +104,7 @@ fn owner_for(list: &[(Owner, Attached)], comm_id: u64) -> Owner {
 }
 
 /// Copies `msg` into the attached buffer and starts its send; the send's request.
-fn buffer_and_send(
+pub(crate) fn buffer_and_send(
     name: &'static str,
     comm: c_int,
     c: Arc<crate::comm::Comm>,

@@ -1,5 +1,6 @@
 //! Persistent requests: the MPI 4.0 persistent collectives (`MPI_Bcast_init`, ...), persistent
-//! point-to-point (`MPI_Send_init`, `MPI_Recv_init`, `MPI_Rsend_init`), and `MPI_Start`,
+//! point-to-point (`MPI_Send_init`, `MPI_Ssend_init`, `MPI_Bsend_init`, `MPI_Rsend_init`,
+//! `MPI_Recv_init`), and `MPI_Start`,
 //! `MPI_Startall`.
 //!
 //! An `_init` call checks its arguments exactly as the nonblocking form does and returns an
@@ -20,6 +21,7 @@
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
+use super::buffered::buffer_and_send;
 use super::info::info_arg;
 use super::nb::{completing, req_arg, Failed, Unsent};
 use super::p2p::{
@@ -94,6 +96,16 @@ impl Op for Ready {
 
 const NAMES: [&str; 3] = ["buf", "count", "datatype"];
 
+/// How each start of a persistent send sends its message.
+#[derive(Clone, Copy)]
+enum How {
+    /// `MPI_Send_init`, `MPI_Rsend_init` (a standard send), `MPI_Ssend_init`.
+    Send(p2p::Mode),
+    /// `MPI_Bsend_init`: each start copies the message into the attached buffer (as
+    /// `MPI_Ibsend` does) and is complete at once.
+    Buffered,
+}
+
 /// `MPI_Send_init` and `MPI_Rsend_init` (a standard send).
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn send_init(
@@ -105,6 +117,78 @@ pub unsafe fn send_init(
     tag: c_int,
     comm: c_int,
     req: *mut c_int,
+) -> c_int {
+    // SAFETY: forwarded contract.
+    unsafe {
+        send_init_as(
+            name,
+            buf,
+            count,
+            dt,
+            dest,
+            tag,
+            comm,
+            req,
+            How::Send(p2p::Mode::Standard),
+        )
+    }
+}
+
+/// `MPI_Ssend_init`: every start is a synchronous send.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn ssend_init(
+    name: &'static str,
+    buf: *const c_void,
+    count: Count,
+    dt: c_int,
+    dest: c_int,
+    tag: c_int,
+    comm: c_int,
+    req: *mut c_int,
+) -> c_int {
+    // SAFETY: forwarded contract.
+    unsafe {
+        send_init_as(
+            name,
+            buf,
+            count,
+            dt,
+            dest,
+            tag,
+            comm,
+            req,
+            How::Send(p2p::Mode::Synchronous),
+        )
+    }
+}
+
+/// `MPI_Bsend_init`: every start is a buffered send.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn bsend_init(
+    name: &'static str,
+    buf: *const c_void,
+    count: Count,
+    dt: c_int,
+    dest: c_int,
+    tag: c_int,
+    comm: c_int,
+    req: *mut c_int,
+) -> c_int {
+    // SAFETY: forwarded contract.
+    unsafe { send_init_as(name, buf, count, dt, dest, tag, comm, req, How::Buffered) }
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe fn send_init_as(
+    name: &'static str,
+    buf: *const c_void,
+    count: Count,
+    dt: c_int,
+    dest: c_int,
+    tag: c_int,
+    comm: c_int,
+    req: *mut c_int,
+    how: How,
 ) -> c_int {
     guard(name, Some(comm), || {
         host_only(&[buf])?;
@@ -122,15 +206,16 @@ pub unsafe fn send_init(
                 return Ok(Box::new(Ready(Completion::empty())) as Box<dyn Op>);
             };
             let (msg, staged) = outgoing_typed(buf, n, &t, NAMES)?;
+            let mode = match how {
+                How::Send(mode) => mode,
+                How::Buffered => {
+                    // The message is in the attached buffer: the caller's is free again.
+                    buffer_and_send(name, comm, c.clone(), dest, tag, &msg)?;
+                    return Ok(Box::new(Ready(Completion::empty())) as Box<dyn Op>);
+                }
+            };
             let keep: Box<dyn Send> = Box::new(Unsent(staged));
-            Ok(Box::new(p2p::isend(
-                c.clone(),
-                dest,
-                tag,
-                &msg,
-                p2p::Mode::Standard,
-                Some(keep),
-            )?) as Box<dyn Op>)
+            Ok(Box::new(p2p::isend(c.clone(), dest, tag, &msg, mode, Some(keep))?) as Box<dyn Op>)
         });
         register(Request::persistent(name, comm, false, ep, start), req)
     })
