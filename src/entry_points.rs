@@ -1276,6 +1276,18 @@ entry!(MPI_Type_create_darray_c / PMPI_Type_create_darray_c(size: c_int, rank: c
     if newtype.is_null() { return api::checks::null("MPI_Type_create_darray_c", None, "newtype"); }
     api::type_create_darray("MPI_Type_create_darray_c", size, rank, ndims, Ints::Long(array_of_gsizes), array_of_distribs, array_of_dargs, array_of_psizes, order, oldtype, newtype)
 });
+entry!(MPI_Type_create_f90_complex / PMPI_Type_create_f90_complex(p: c_int, r: c_int, newtype: *mut c_int) => {
+    if newtype.is_null() { return api::checks::null("MPI_Type_create_f90_complex", None, "newtype"); }
+    api::type_create_f90_complex(p, r, newtype)
+});
+entry!(MPI_Type_create_f90_integer / PMPI_Type_create_f90_integer(r: c_int, newtype: *mut c_int) => {
+    if newtype.is_null() { return api::checks::null("MPI_Type_create_f90_integer", None, "newtype"); }
+    api::type_create_f90_integer(r, newtype)
+});
+entry!(MPI_Type_create_f90_real / PMPI_Type_create_f90_real(p: c_int, r: c_int, newtype: *mut c_int) => {
+    if newtype.is_null() { return api::checks::null("MPI_Type_create_f90_real", None, "newtype"); }
+    api::type_create_f90_real(p, r, newtype)
+});
 entry!(MPI_Type_create_hindexed / PMPI_Type_create_hindexed(count: c_int, array_of_blocklengths: *const c_int, array_of_displacements: *const i64, oldtype: c_int, newtype: *mut c_int) => {
     if count < 0 { return api::checks::negative_count("MPI_Type_create_hindexed", None, "count", count); }
     if newtype.is_null() { return api::checks::null("MPI_Type_create_hindexed", None, "newtype"); }
@@ -1344,6 +1356,10 @@ entry!(MPI_Type_get_envelope_c / PMPI_Type_get_envelope_c(datatype: c_int, num_i
 entry!(MPI_Type_get_name / PMPI_Type_get_name(datatype: c_int, type_name: *mut c_char, resultlen: *mut c_int) => {
     if resultlen.is_null() { return api::checks::null("MPI_Type_get_name", None, "resultlen"); }
     api::type_get_name(datatype, type_name, resultlen)
+});
+entry!(MPI_Type_get_value_index / PMPI_Type_get_value_index(value_type: c_int, index_type: c_int, pair_type: *mut c_int) => {
+    if pair_type.is_null() { return api::checks::null("MPI_Type_get_value_index", None, "pair_type"); }
+    api::type_get_value_index(value_type, index_type, pair_type)
 });
 entry!(MPI_Type_match_size / PMPI_Type_match_size(typeclass: c_int, size: c_int, datatype: *mut c_int) => {
     if datatype.is_null() { return api::checks::null("MPI_Type_match_size", None, "datatype"); }

@@ -215,10 +215,6 @@ hcomm_core::export_unsupported_mpi_functions! {
     fn MPI_T_source_get_info / PMPI_T_source_get_info(source_index: c_int, name: *mut c_void, name_len: *mut c_void, desc: *mut c_void, desc_len: *mut c_void, ordering: *mut c_void, ticks_per_second: *mut c_void, max_ticks: *mut c_void, info: *mut c_void) => On::Process;
     fn MPI_T_source_get_num / PMPI_T_source_get_num(num_sources: *mut c_void) => On::Process;
     fn MPI_T_source_get_timestamp / PMPI_T_source_get_timestamp(source_index: c_int, timestamp: *mut c_void) => On::Process;
-    fn MPI_Type_create_f90_complex / PMPI_Type_create_f90_complex(p: c_int, r: c_int, newtype: *mut c_void) => On::Process;
-    fn MPI_Type_create_f90_integer / PMPI_Type_create_f90_integer(r: c_int, newtype: *mut c_void) => On::Process;
-    fn MPI_Type_create_f90_real / PMPI_Type_create_f90_real(p: c_int, r: c_int, newtype: *mut c_void) => On::Process;
-    fn MPI_Type_get_value_index / PMPI_Type_get_value_index(value_type: c_int, index_type: c_int, pair_type: *mut c_void) => On::Process;
     fn MPI_Unpublish_name / PMPI_Unpublish_name(service_name: *mut c_void, info: c_int, port_name: *mut c_void) => On::Process;
     fn MPI_Win_allocate / PMPI_Win_allocate(size: i64, disp_unit: c_int, info: c_int, comm: c_int, baseptr: *mut c_void, win: *mut c_void) => On::Comm(comm);
     fn MPI_Win_allocate_c / PMPI_Win_allocate_c(size: i64, disp_unit: i64, info: c_int, comm: c_int, baseptr: *mut c_void, win: *mut c_void) => On::Comm(comm);

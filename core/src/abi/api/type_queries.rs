@@ -8,6 +8,7 @@ use std::ffi::{c_char, c_int, CStr};
 
 use parking_lot::Mutex;
 
+use super::datatype_arg;
 use super::p2p::{Status, STATUS_IGNORE};
 use super::types::{bad_type, MAX_OBJECT_NAME};
 use crate::abi::{guard, handles as h, out};
@@ -170,5 +171,107 @@ pub unsafe fn type_match_size(typeclass: c_int, size: c_int, datatype: *mut c_in
             }
         };
         out(datatype, "datatype", t)
+    })
+}
+
+/// `MPI_UNDEFINED` (MPICH ABI): "no constraint" for the precision or range of the f90 types.
+const UNDEFINED: c_int = -32766;
+
+/// `MPI_Type_get_value_index` (MPI 4.1): the predefined pair type `MPI_MINLOC`/`MPI_MAXLOC`
+/// reduce for a value type and an index type, `MPI_DATATYPE_NULL` where there is none (any
+/// other valid pair, derived types included).
+pub unsafe fn type_get_value_index(
+    value_type: c_int,
+    index_type: c_int,
+    pair_type: *mut c_int,
+) -> c_int {
+    guard("MPI_Type_get_value_index", None, || {
+        datatype_arg(value_type, "value_type")?;
+        datatype_arg(index_type, "index_type")?;
+        let pair = match (h::datatype_name(value_type), h::datatype_name(index_type)) {
+            (Some("MPI_FLOAT"), Some("MPI_INT")) => 0x8c00_0000_u32 as i32,
+            (Some("MPI_DOUBLE"), Some("MPI_INT")) => 0x8c00_0001_u32 as i32,
+            (Some("MPI_LONG"), Some("MPI_INT")) => 0x8c00_0002_u32 as i32,
+            (Some("MPI_SHORT"), Some("MPI_INT")) => 0x8c00_0003_u32 as i32,
+            (Some("MPI_LONG_DOUBLE"), Some("MPI_INT")) => 0x8c00_0004_u32 as i32,
+            (Some("MPI_INT"), Some("MPI_INT")) => 0x4c00_0816,
+            (Some("MPI_INTEGER"), Some("MPI_INTEGER")) => 0x4c00_0820,
+            (Some("MPI_REAL"), Some("MPI_REAL")) => 0x4c00_0821,
+            (Some("MPI_DOUBLE_PRECISION"), Some("MPI_DOUBLE_PRECISION")) => 0x4c00_1023,
+            _ => h::DATATYPE_NULL,
+        };
+        out(pair_type, "pair_type", pair)
+    })
+}
+
+/// The smallest of `choices` (decimal precision, decimal exponent range, handle) that has
+/// precision `p` and range `r` (`MPI_UNDEFINED`: any).
+fn f90_choice(name: &str, p: c_int, r: c_int, choices: &[(c_int, c_int, c_int)]) -> Result<c_int> {
+    if p == UNDEFINED && r == UNDEFINED {
+        return Err(Error::new(Class::Arg, "p and r are both MPI_UNDEFINED"));
+    }
+    for (what, v) in [("p", p), ("r", r)] {
+        if v < 0 && v != UNDEFINED {
+            return Err(Error::new(Class::Arg, format!("{what} is negative ({v})")));
+        }
+    }
+    let fits = |&&(cp, cr, _): &&(c_int, c_int, c_int)| {
+        (p == UNDEFINED || p <= cp) && (r == UNDEFINED || r <= cr)
+    };
+    choices.iter().find(fits).map(|c| c.2).ok_or_else(|| {
+        Error::new(
+            Class::Arg,
+            format!(
+                "no {name} type has precision {p} and range {r} (MPI_UNDEFINED is {UNDEFINED})"
+            ),
+        )
+    })
+}
+
+/// `MPI_Type_create_f90_integer`: the smallest Fortran sized integer type (`MPI_INTEGER1` ..
+/// `MPI_INTEGER8`) with `r` decimal digits. hcomm returns the predefined sized type itself
+/// (MPICH returns a parameterized type with combiner `MPI_COMBINER_F90_INTEGER`; size, extent
+/// and reductions are the same).
+pub unsafe fn type_create_f90_integer(r: c_int, newtype: *mut c_int) -> c_int {
+    guard("MPI_Type_create_f90_integer", None, || {
+        if r == UNDEFINED {
+            return Err(Error::new(Class::Arg, "r is MPI_UNDEFINED"));
+        }
+        let choices = [
+            (0, 2, 0x4c00_012d),
+            (0, 4, 0x4c00_022f),
+            (0, 9, 0x4c00_0430),
+            (0, 18, 0x4c00_0831),
+        ];
+        let t = f90_choice("integer", UNDEFINED, r, &choices)?;
+        out(newtype, "newtype", t)
+    })
+}
+
+/// `MPI_Type_create_f90_real`: `MPI_REAL4`, `MPI_REAL8` or `MPI_REAL16` (here C `long double`:
+/// 18 digits), the smallest with precision `p` and range `r` (see `type_create_f90_integer`).
+pub unsafe fn type_create_f90_real(p: c_int, r: c_int, newtype: *mut c_int) -> c_int {
+    guard("MPI_Type_create_f90_real", None, || {
+        let choices = [
+            (6, 37, 0x4c00_0427),
+            (15, 307, 0x4c00_0829),
+            (18, 4931, 0x4c00_102b),
+        ];
+        let t = f90_choice("real", p, r, &choices)?;
+        out(newtype, "newtype", t)
+    })
+}
+
+/// `MPI_Type_create_f90_complex`: `MPI_COMPLEX8`, `MPI_COMPLEX16` or `MPI_COMPLEX32` (as
+/// `type_create_f90_real`, for pairs).
+pub unsafe fn type_create_f90_complex(p: c_int, r: c_int, newtype: *mut c_int) -> c_int {
+    guard("MPI_Type_create_f90_complex", None, || {
+        let choices = [
+            (6, 37, 0x4c00_0828),
+            (15, 307, 0x4c00_102a),
+            (18, 4931, 0x4c00_202c),
+        ];
+        let t = f90_choice("complex", p, r, &choices)?;
+        out(newtype, "newtype", t)
     })
 }
