@@ -138,7 +138,7 @@ struct Vectors {
     send_busy: Vec<u32>,
     recv_busy: Vec<u32>,
     /// Scratch buffers the tasks point into: moving a `Vec` keeps its heap block in place.
-    keep: Vec<Vec<u8>>,
+    keep: Vec<crate::scratch::Scratch>,
     /// Copies made once every task is complete (`dst`, `src`, bytes).
     at_end: Vec<(*mut u8, *const u8, usize)>,
 }
@@ -201,7 +201,7 @@ impl<'a> Schedule<'a> {
     }
 
     /// Takes ownership of a scratch buffer the tasks use, for as long as the schedule lives.
-    pub fn keep(&mut self, v: Vec<u8>) {
+    pub fn keep(&mut self, v: crate::scratch::Scratch) {
         self.v.keep.push(v);
     }
 

@@ -29,6 +29,7 @@ pub mod progress;
 pub mod reduce;
 pub mod request;
 pub mod runtime;
+pub mod scratch;
 pub mod stats;
 pub mod topology;
 pub mod transport;

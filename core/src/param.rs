@@ -57,6 +57,11 @@ pub const ALL: &[Param] = &[
         help: "With HCOMM_CMA=1: messages (pipeline chunks) of at least this many bytes take the single copy.",
     },
     Param {
+        name: "HCOMM_SCRATCH_CACHE",
+        default: "256M",
+        help: "Bytes of collective scratch buffers (256 KiB and up) kept for reuse between calls; 0 frees each after its call.",
+    },
+    Param {
         name: "HCOMM_SPIN",
         default: "auto",
         help: "Microseconds a waiting rank polls before it sleeps on a futex; auto: 20, and 0 when ranks outnumber cores.",
@@ -222,6 +227,7 @@ bytes_param!(small_bytes, "HCOMM_SMALL_BYTES", Some(16 << 10));
 bytes_param!(shm_slots, "HCOMM_SHM_SLOTS", Some(8));
 bytes_param!(shm_slot_bytes, "HCOMM_SHM_SLOT_BYTES", Some(128 << 10));
 bytes_param!(cma_bytes, "HCOMM_CMA_BYTES", None);
+bytes_param!(scratch_cache, "HCOMM_SCRATCH_CACHE", Some(256 << 20));
 bytes_param!(spin, "HCOMM_SPIN", None);
 bytes_param!(yield_us, "HCOMM_YIELD", None);
 bytes_param!(cuda_poll_us, "HCOMM_CUDA_POLL", None);

@@ -72,7 +72,7 @@ pub fn build_alltoallv<'c>(
     if n == 1 {
         return Ok(Schedule::new(comm.ctx(sig, seq, 1)));
     }
-    let mut keep = Vec::new();
+    let mut keep = scratch(0);
     let send: Vec<(*const u8, usize)> = if in_place {
         // Pack the outgoing blocks (all but our own, which stays) before any arrives.
         keep = scratch(total - recv[r].1);

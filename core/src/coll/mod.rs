@@ -202,8 +202,8 @@ pub fn bytes(dt: &Datatype, count: usize) -> usize {
 }
 
 /// A scratch buffer for one call.
-pub fn scratch(len: usize) -> Vec<u8> {
-    vec![0u8; len]
+pub fn scratch(len: usize) -> crate::scratch::Scratch {
+    crate::scratch::Scratch::new(len)
 }
 
 #[cfg(test)]

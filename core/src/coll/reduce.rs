@@ -74,7 +74,7 @@ pub fn build_reduce<'c>(
     comm.note_algo(Kind::Reduce, algo, nbytes);
     let mut s = Schedule::new(comm.ctx(sig, seq, dt.extent));
     let is_root = r == root;
-    let mut keep = Vec::new();
+    let mut keep = scratch(0);
     match algo {
         Algo::Hier => {
             keep = scratch(nbytes);

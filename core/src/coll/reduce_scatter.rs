@@ -94,10 +94,15 @@ pub fn build_reduce_scatter<'c>(
                 r,
                 n,
             );
-            ring.reduce_scatter(&mut s, red, send, work.as_mut_ptr(), n - 1, 0);
-            // Last: in place, the output overlaps input blocks other steps still read.
-            let mine = work.as_ptr().wrapping_add(my_off * ext);
-            s.copy_at_end(recv, mine, my_cnt * ext);
+            if std::ptr::eq(send, recv) {
+                ring.reduce_scatter(&mut s, red, send, work.as_mut_ptr(), n - 1, 0);
+                // Last: in place, the output overlaps input blocks other steps still read.
+                let mine = work.as_ptr().wrapping_add(my_off * ext);
+                s.copy_at_end(recv, mine, my_cnt * ext);
+            } else {
+                let w = work.as_mut_ptr();
+                ring.reduce_scatter_to(&mut s, red, send, w, Some(recv), n - 1, 0);
+            }
             s.keep(work);
             Ok(s)
         }

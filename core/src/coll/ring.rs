@@ -77,6 +77,24 @@ impl<'b> Ring<'b> {
         shift: usize,
         tag_step: usize,
     ) -> Vec<TaskId> {
+        self.reduce_scatter_to(s, red, input, work, None, shift, tag_step)
+    }
+
+    /// [`Self::reduce_scatter`], with the finished block written to `out` (its first element)
+    /// instead of its place in `work` when `out` is given: no copy afterwards, and `work`
+    /// holds only the partial sums passed on (at 2 ranks, none: it is never touched).
+    /// `out` must not overlap `input` or `work`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn reduce_scatter_to(
+        &self,
+        s: &mut Schedule<'_>,
+        red: Reduction,
+        input: *const u8,
+        work: *mut u8,
+        out: Option<*mut u8>,
+        shift: usize,
+        tag_step: usize,
+    ) -> Vec<TaskId> {
         let (n, r) = (self.n, self.rank);
         let mut prev: Vec<TaskId> = Vec::new();
         for st in 0..n - 1 {
@@ -102,7 +120,10 @@ impl<'b> Ring<'b> {
                     red,
                     with: self.at(input, rb, off),
                 };
-                let dst = self.at(work, rb, off) as *mut u8;
+                let dst = match out {
+                    Some(o) if st == n - 2 => o.wrapping_add(off * self.extent),
+                    _ => self.at(work, rb, off) as *mut u8,
+                };
                 cur.push(s.recv(
                     self.left(),
                     tag(tag_step + st, c),

@@ -69,7 +69,7 @@ pub fn build_scan<'c>(
     let mut s = Schedule::new(comm.ctx(sig, seq, ext));
     let ce = chunk_elems(ext, count, fragment(comm)?);
     let at = |p: *const u8, off: usize| p.wrapping_add(off * ext);
-    let mut work = Vec::new();
+    let mut work = scratch(0);
     if !exclusive {
         if prev.is_none() {
             copy_if_needed(send, recv, nbytes);
