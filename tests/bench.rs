@@ -282,13 +282,16 @@ fn bench_env(n: usize, env: &[(&str, &str)], args: &[&str]) -> Output {
 /// buffer with process_vm_readv) when the kernel allows it, and copy through shared memory
 /// with HCOMM_CMA=0: both give exact results on every collective, at 3 ranks (uneven blocks),
 /// out of place and in place, for copies and for reductions, with every message a single copy
-/// (HCOMM_CMA_BYTES=1: odd sizes, one-byte elements, partial pieces) and with the default
-/// threshold (whole 128 KiB chunks).
+/// (HCOMM_CMA_BYTES=1: odd sizes, one-byte elements, partial pieces), with the threshold of
+/// HCOMM_CMA=1 (whole 128 KiB chunks) and by default (HCOMM_CMA=auto: the allgather ring's
+/// 1 MiB chunks from 3 MiB on, blocks not a multiple of the chunk).
 #[test]
 fn single_copy_large_messages_are_exact_and_can_be_turned_off() {
     const LARGE: &[&str] = &["-b", "64K", "-e", "8M"];
     type Run<'a> = (&'a [(&'a str, &'a str)], &'a [&'a str]);
-    let runs: [Run; 5] = [
+    let runs: [Run; 7] = [
+        (&[], &["-b", "1M", "-e", "13M", "-f", "3"]),
+        (&[], &["-b", "1M", "-e", "13M", "-f", "3", "--inplace"]),
         (&[("HCOMM_CMA", "1")], LARGE),
         (
             &[("HCOMM_CMA", "1")],
@@ -305,7 +308,10 @@ fn single_copy_large_messages_are_exact_and_can_be_turned_off() {
         (&[("HCOMM_CMA", "0")], LARGE),
     ];
     for (env, extra) in runs {
-        let mut args = vec!["-f", "8", "--max-iters", "5"];
+        let mut args = vec!["--max-iters", "5"];
+        if !extra.contains(&"-f") {
+            args.extend(["-f", "8"]);
+        }
         args.extend_from_slice(extra);
         let mut env = env.to_vec();
         env.push(("HCOMM_DEBUG", "INFO"));

@@ -48,8 +48,8 @@ pub const ALL: &[Param] = &[
     },
     Param {
         name: "HCOMM_CMA",
-        default: "0",
-        help: "Single copy between ranks of one host: 1 reads a large message straight out of the sender's memory (process_vm_readv) instead of copying it through the shared-memory slots; 0 (the default: measured slower where the kernel's copy is slower than memcpy, see docs/PERFORMANCE.md) turns it off. Where the kernel refuses it (ptrace scope, seccomp, another user), ranks copy through the slots and INFO says why.",
+        default: "auto",
+        help: "Single copy between ranks of one host (process_vm_readv: the receiver reads a message straight out of the sender's memory instead of both copying it through the shared-memory slots). auto: only the 1 MiB chunks of allgather and allgatherv rings, where it was measured faster (docs/PERFORMANCE.md); 1: every message of at least HCOMM_CMA_BYTES; 0: never (no probe). Where the kernel refuses it (ptrace scope, seccomp, another user), ranks copy through the slots and INFO says why.",
     },
     Param {
         name: "HCOMM_CMA_BYTES",
@@ -309,7 +309,36 @@ macro_rules! flag_param {
 flag_param!(disable, "HCOMM_DISABLE");
 flag_param!(stats, "HCOMM_STATS");
 flag_param!(listen_any, "HCOMM_LISTEN_ANY");
-flag_param!(cma, "HCOMM_CMA");
+
+/// `HCOMM_CMA`: which messages within a host may go as a single copy (`process_vm_readv`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CmaMode {
+    /// `0`: none; the link is not even probed.
+    Off,
+    /// `auto` (the default): the large chunks of copy-only rings (allgather, allgatherv),
+    /// where one kernel copy replaces two user copies on a core that is busy either way.
+    Copies,
+    /// `1`: every message of at least `HCOMM_CMA_BYTES`.
+    All,
+}
+
+/// See [`CmaMode`]; an unknown value keeps the default, with a warning.
+pub fn cma() -> CmaMode {
+    static V: OnceLock<CmaMode> = OnceLock::new();
+    *V.get_or_init(|| match logged("HCOMM_CMA", raw("HCOMM_CMA")) {
+        None => CmaMode::Copies,
+        Some(v) => match v.trim().to_ascii_lowercase().as_str() {
+            "auto" | "copies" => CmaMode::Copies,
+            "all" => CmaMode::All,
+            "0" | "false" | "no" | "off" => CmaMode::Off,
+            x if truthy(x) => CmaMode::All,
+            x => {
+                crate::warn!("ignoring HCOMM_CMA={x:?}: use auto, 1 (all) or 0");
+                CmaMode::Copies
+            }
+        },
+    })
+}
 
 /// `HCOMM_PROGRESS`: `true` for a progress thread (the default), `false` for `caller`.
 /// An unknown value keeps the default, with a warning.

@@ -470,7 +470,7 @@ fn connect_world(
         let opened = (|| {
             let mut links: Vec<Option<Box<dyn Link>>> = (0..size).map(|_| None).collect();
             if let Some(mine) = &mine {
-                let cma = crate::param::cma();
+                let cma = crate::param::cma() != crate::param::CmaMode::Off;
                 let mut refused = None;
                 for r in (0..size).filter(|&r| use_shm[r]) {
                     let theirs =

@@ -4,7 +4,7 @@
 //! received in step s−1 (its own block first), pipelined in chunks; n−1 steps.
 //! Small messages: one-shot — every rank sends its block straight to every other rank.
 
-use super::allreduce::{copy_if_needed, fragment};
+use super::allreduce::{copy_if_needed, copy_ring_fragment};
 use super::hier;
 use super::ring::Ring;
 use super::select::{choose, forced_levels, Algo};
@@ -117,7 +117,7 @@ fn build_allgather_as<'c>(
             let ring = Ring::flat(
                 &blocks,
                 dt.extent,
-                chunk_elems(dt.extent, count, fragment(comm)?),
+                chunk_elems(dt.extent, count, copy_ring_fragment(comm, &mut s, blk)?),
                 r,
                 n,
             );

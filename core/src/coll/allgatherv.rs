@@ -12,7 +12,7 @@
 //! Across hosts (same number of ranks on each): two levels, as `MPI_Allgather` (`hier.rs`).
 //! Every rank knows every block size, so all pick the same algorithm and chunking.
 
-use super::allreduce::{copy_if_needed, fragment};
+use super::allreduce::{copy_if_needed, copy_ring_fragment};
 use super::hier;
 use super::ring::Ring;
 use super::select::{choose, forced_levels, Algo};
@@ -74,7 +74,8 @@ pub fn build_allgatherv<'c>(
         Algo::Ring => {
             let (base, blocks) = relative_blocks(recv);
             let biggest = recv.iter().map(|b| b.1).max().unwrap_or(0);
-            let ring = Ring::flat(&blocks, 1, chunk_elems(1, biggest, fragment(comm)?), r, n);
+            let chunk = chunk_elems(1, biggest, copy_ring_fragment(comm, &mut s, biggest)?);
+            let ring = Ring::flat(&blocks, 1, chunk, r, n);
             ring.allgather(&mut s, base, r, None, &[], 0);
         }
         _ => {

@@ -186,6 +186,32 @@ pub(super) fn fragment(comm: &Comm) -> Result<usize> {
     comm.ep.max_payload(right)
 }
 
+/// The chunk basis of a ring that only copies (allgather, allgatherv) whose largest block is
+/// `block_bytes`; lets its sends go as a single copy ([`Schedule::single_copy`]) when
+/// single copy is possible (`HCOMM_CMA` not 0), every rank is on one host and a block holds at
+/// least one [`SINGLE_COPY_CHUNK`]: then that is the chunk; else the transport's fragment.
+/// Every rank decides alike (same settings, topology and counts), so all cut the same chunks.
+pub(super) fn copy_ring_fragment(
+    comm: &Comm,
+    s: &mut Schedule<'_>,
+    block_bytes: usize,
+) -> Result<usize> {
+    let f = fragment(comm)?;
+    if crate::param::cma() == crate::param::CmaMode::Off
+        || comm.topology().spans_hosts()
+        || block_bytes < SINGLE_COPY_CHUNK
+    {
+        return Ok(f);
+    }
+    s.single_copy();
+    Ok(f.max(SINGLE_COPY_CHUNK))
+}
+
+/// A kernel read pins the pages and costs a system call: 128 KiB reads were slower than the
+/// slots' two copies, 1 MiB reads faster; 512 KiB blocks (a 1 MiB allgather on 2 ranks)
+/// slower again (docs/PERFORMANCE.md, "Single copy").
+const SINGLE_COPY_CHUNK: usize = 1 << 20;
+
 pub(super) fn copy_if_needed(src: *const u8, dst: *mut u8, len: usize) {
     if len > 0 && !std::ptr::eq(src, dst) {
         // SAFETY: the ABI layer validated both ranges for `len` bytes; MPI forbids aliasing
