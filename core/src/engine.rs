@@ -117,8 +117,9 @@ pub struct Schedule<'a> {
     pass: u32,
     /// This rank's rank in the communicator (names the sides of a mismatch).
     me: usize,
-    /// Large sends may go as a single copy under `HCOMM_CMA=auto` ([`Schedule::single_copy`]).
-    single_copy: bool,
+    /// Sends from this task on may go as a single copy under `HCOMM_CMA=auto`
+    /// ([`Schedule::single_copy`]).
+    single_copy_from: Option<usize>,
 }
 
 /// A schedule's vectors. A finished schedule leaves them (emptied) in a per-thread pool for
@@ -199,15 +200,15 @@ impl<'a> Schedule<'a> {
             built: false,
             pass: 0,
             me,
-            single_copy: false,
+            single_copy_from: None,
         }
     }
 
-    /// Lets this schedule's large sends go as a single copy under `HCOMM_CMA=auto` (with
-    /// `HCOMM_CMA=1` every schedule's do): for algorithms that only copy, where the receiver's
-    /// one kernel copy replaces the sender's and the receiver's user copies.
+    /// Lets the large sends added from now on go as a single copy under `HCOMM_CMA=auto`
+    /// (with `HCOMM_CMA=1` every send may): for the stages that only copy, where the
+    /// receiver's one kernel copy replaces the sender's and the receiver's user copies.
     pub fn single_copy(&mut self) {
-        self.single_copy = true;
+        self.single_copy_from.get_or_insert(self.v.tasks.len());
     }
 
     /// Takes ownership of a scratch buffer the tasks use, for as long as the schedule lives.
@@ -541,7 +542,8 @@ impl<'a> Schedule<'a> {
                 let mut hdr =
                     FrameHeader::new(&ctx.sig, ctx.comm_id, ctx.seq, *tag, ctx.ep.rank as u32);
                 hdr.set_msg_len(*len as u64);
-                if !*started && *len >= cma_threshold() && may_single_copy(self.single_copy) {
+                let asked = self.single_copy_from.is_some_and(|from| i >= from);
+                if !*started && *len >= cma_threshold() && may_single_copy(asked) {
                     match ctx.ep.try_send_cma(world_peer, &hdr, *buf, *len)? {
                         CmaSend::Posted(t) => {
                             *ticket = Some(t);
@@ -902,8 +904,8 @@ fn frag_limit(max_payload: usize, extent: usize) -> usize {
     }
 }
 
-/// Whether a send of a schedule that did (`asked`) or did not ask for [`Schedule::single_copy`]
-/// may go as one, by `HCOMM_CMA`.
+/// Whether a send that was (`asked`) or was not added after [`Schedule::single_copy`] may go as
+/// one, by `HCOMM_CMA`.
 fn may_single_copy(asked: bool) -> bool {
     match crate::param::cma() {
         crate::param::CmaMode::All => true,

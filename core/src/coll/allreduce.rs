@@ -107,6 +107,8 @@ pub fn build_allreduce<'c>(
                 r,
                 n,
             );
+            // Not a single copy for the allgather half, though it only copies: measured
+            // slower (the blocks were just written by the peer's fold; docs/PERFORMANCE.md).
             let fin = ring.reduce_scatter(&mut s, red, send, recv, 0, 0);
             ring.allgather(&mut s, recv, (r + 1) % n, None, &fin, n);
         }
@@ -187,24 +189,32 @@ pub(super) fn fragment(comm: &Comm) -> Result<usize> {
 }
 
 /// The chunk basis of a ring that only copies (allgather, allgatherv) whose largest block is
-/// `block_bytes`; lets its sends go as a single copy ([`Schedule::single_copy`]) when
-/// single copy is possible (`HCOMM_CMA` not 0), every rank is on one host and a block holds at
-/// least one [`SINGLE_COPY_CHUNK`]: then that is the chunk; else the transport's fragment.
-/// Every rank decides alike (same settings, topology and counts), so all cut the same chunks.
+/// `block_bytes`: [`single_copy_chunk`] (and the ring's sends may go as single copies,
+/// [`Schedule::single_copy`]) where it applies, else the transport's fragment.
 pub(super) fn copy_ring_fragment(
     comm: &Comm,
     s: &mut Schedule<'_>,
     block_bytes: usize,
 ) -> Result<usize> {
     let f = fragment(comm)?;
-    if crate::param::cma() == crate::param::CmaMode::Off
-        || comm.topology().spans_hosts()
-        || block_bytes < SINGLE_COPY_CHUNK
-    {
-        return Ok(f);
-    }
-    s.single_copy();
-    Ok(f.max(SINGLE_COPY_CHUNK))
+    Ok(match single_copy_chunk(comm, block_bytes) {
+        Some(c) => {
+            s.single_copy();
+            f.max(c)
+        }
+        None => f,
+    })
+}
+
+/// The chunk of a ring stage that copies blocks of up to `block_bytes` as single copies:
+/// [`SINGLE_COPY_CHUNK`] when single copy is possible (`HCOMM_CMA` not 0), every rank is on
+/// one host and a block holds at least one such chunk; else `None`. Every rank decides alike
+/// (same settings, topology and counts), so all cut the same chunks.
+pub(super) fn single_copy_chunk(comm: &Comm, block_bytes: usize) -> Option<usize> {
+    let possible = crate::param::cma() != crate::param::CmaMode::Off
+        && !comm.topology().spans_hosts()
+        && block_bytes >= SINGLE_COPY_CHUNK;
+    possible.then_some(SINGLE_COPY_CHUNK)
 }
 
 /// A kernel read pins the pages and costs a system call: 128 KiB reads were slower than the
