@@ -63,7 +63,7 @@ pub enum Kind {
     /// A failure notice (see [`crate::health`]): the sender left collective call `seq` of
     /// communicator `comm_id` with an error; the payload is its message (UTF-8 text).
     Notice = 10,
-    // The rest of the collective family (coll2).
+    // The data-movement collectives and the prefix reductions.
     Gather = 16,
     Gatherv = 17,
     Scatter = 18,

@@ -706,3 +706,73 @@ pub enum RecvCounts {
     Int(*const c_int),
     Count(*const Count),
 }
+
+// ---------------------------------------------------------------------------------------------
+// Scan, Exscan
+
+/// `MPI_Scan` (inclusive prefix reduction).
+pub unsafe fn scan(
+    name: &'static str,
+    send: *const c_void,
+    recv: *mut c_void,
+    count: Count,
+    dt: c_int,
+    op: c_int,
+    comm: c_int,
+) -> c_int {
+    // SAFETY: the caller's contract, passed on.
+    unsafe { prefix_reduction(name, false, send, recv, count, dt, op, comm) }
+}
+
+/// `MPI_Exscan` (exclusive prefix reduction).
+pub unsafe fn exscan(
+    name: &'static str,
+    send: *const c_void,
+    recv: *mut c_void,
+    count: Count,
+    dt: c_int,
+    op: c_int,
+    comm: c_int,
+) -> c_int {
+    // SAFETY: the caller's contract, passed on.
+    unsafe { prefix_reduction(name, true, send, recv, count, dt, op, comm) }
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe fn prefix_reduction(
+    name: &'static str,
+    exclusive: bool,
+    send: *const c_void,
+    recv: *mut c_void,
+    count: Count,
+    dt: c_int,
+    op: c_int,
+    comm: c_int,
+) -> c_int {
+    guard(name, Some(comm), || {
+        crate::cuda::refuse_device(name, &[send, recv as *const c_void])?;
+        let c = comm_of(runtime::get()?, comm)?;
+        // Derived datatypes are packed when needed (see `typearg.rs`).
+        // SAFETY: MPI's contract for sendbuf/recvbuf, checked inside.
+        let io = unsafe { ReduceIo::new(send, recv, count, dt, op) }?;
+        let kind = if exclusive { Kind::Exscan } else { Kind::Scan };
+        let sig = sig(kind, io.elems, io.view.handle, op, -1);
+        let (n, red) = (io.elems, io.red);
+        coll::scan(
+            &c,
+            io.input,
+            io.output.ptr(),
+            n,
+            &io.view.dt,
+            red,
+            exclusive,
+            sig,
+        )?;
+        let st_recv = io.output;
+        if !(exclusive && c.rank == 0) {
+            // SAFETY: as above (Exscan leaves rank 0's recvbuf alone).
+            unsafe { st_recv.finish() };
+        }
+        Ok(())
+    })
+}

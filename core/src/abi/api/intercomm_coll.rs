@@ -16,7 +16,7 @@
 
 use std::ffi::{c_int, c_void};
 
-use super::coll2::{laid_out, one, read_only, regular, Ints, Laid, Side, RECV, SEND};
+use super::blocks::{laid_out, one, read_only, regular, Ints, Laid, Side, RECV, SEND};
 use super::*;
 use crate::comm::{Comm, Inter};
 use crate::error::{Class, Error, Result};

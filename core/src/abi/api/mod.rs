@@ -18,13 +18,14 @@ use crate::frame::{Kind, Signature};
 use crate::runtime;
 
 pub mod attributes;
+mod blocks;
 mod buffered;
 mod cart;
 pub mod checks;
 mod coll;
-mod coll2;
 mod comm;
 mod comm_create;
+mod data_movement;
 mod env;
 mod graph;
 mod groups;
@@ -50,13 +51,14 @@ mod typearg;
 mod types;
 pub mod unsupported;
 
+#[allow(unused_imports)]
+pub use blocks::Ints;
 pub use buffered::*;
 pub use cart::*;
 pub use coll::*;
-#[allow(unused_imports)]
-pub use coll2::*;
 pub use comm::*;
 pub use comm_create::*;
+pub use data_movement::*;
 pub use env::*;
 pub use graph::*;
 #[allow(unused_imports)]

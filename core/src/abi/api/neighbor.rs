@@ -9,14 +9,14 @@
 //! send nothing, and their receive blocks are left untouched — also for derived datatypes,
 //! whose staged blocks are unpacked only where something arrived.
 //!
-//! Buffers are laid out and checked like those of the ordinary collectives (`coll2.rs`),
+//! Buffers are laid out and checked like those of the ordinary collectives (`blocks.rs`),
 //! before anything moves. The signature carries the kind only: counts are pairwise.
 #![allow(clippy::missing_safety_doc)]
 
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
-use super::coll2::{laid_out, regular, Ints, Side, BYTE};
+use super::blocks::{laid_out, regular, Ints, Side, BYTE};
 use super::plan::Plan;
 use super::topo_args::topo_of;
 use super::typearg::Blocks;

@@ -24,11 +24,11 @@
 use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
-use super::coll::{ReduceIo, ReduceScatterIo, RootReduceIo};
-use super::coll2::{
-    alltoall_sides, laid_out, one, own_recv, own_send, read_only, regular, Ints, Laid, Side, BYTE,
-    RECV, SEND,
+use super::blocks::{
+    laid_out, one, own_recv, own_send, read_only, regular, Ints, Laid, Side, BYTE, RECV, SEND,
 };
+use super::coll::{ReduceIo, ReduceScatterIo, RootReduceIo};
+use super::data_movement::alltoall_sides;
 use super::nb::{finishing, Unsent};
 use super::*;
 use crate::coll;
@@ -497,7 +497,7 @@ pub(crate) unsafe fn alltoallv_parts(
     let ss = Side::new(sdt, "sendtype")?;
     let snames = ["sendbuf", "sendcounts", "sdispls"];
     let slaid = laid_out(send, &ss, &scounts, &sdispls, snames)?;
-    super::coll2::matching(
+    super::blocks::matching(
         &slaid.typed[r],
         &rlaid.typed[r],
         "recvcounts[rank]×recvtype",
@@ -595,7 +595,7 @@ pub(crate) unsafe fn alltoallw_parts(
     let (Parts::PerRank(_, sl), Parts::PerRank(_, rl)) = (&sp, &rp) else {
         unreachable!("w_parts lays out per rank")
     };
-    super::coll2::matching(
+    super::blocks::matching(
         &sl.typed[r],
         &rl.typed[r],
         "recvcounts[rank]×recvtypes[rank]",

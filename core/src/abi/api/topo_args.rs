@@ -4,7 +4,7 @@
 use std::ffi::c_int;
 use std::sync::Arc;
 
-use super::coll2::Ints;
+use super::blocks::Ints;
 use crate::comm::Comm;
 use crate::error::{Class, Error, Result};
 use crate::process_topology::ProcTopo;
