@@ -103,22 +103,24 @@ pub(crate) fn finishing(st: Staged) -> Option<Box<dyn FnOnce() + Send>> {
 }
 
 /// The body of a blocking collective whose entry point is generated from its plan (the
-/// neighbor collectives): the communicator, the checked plan, then the schedule, run to its
-/// end as `MPI_Wait` would (with the same liveness checks).
+/// neighbor collectives): the communicator, the checked plan, then the schedule, driven to its
+/// end on the caller's thread like any blocking collective's (the same spin-then-sleep wait and
+/// liveness checks; no request, and no progress thread started for it).
 pub fn run_blocking(
     name: &'static str,
     comm: c_int,
     make: impl FnOnce(&Comm) -> Result<Plan>,
 ) -> c_int {
+    use crate::request::Op;
     guard(name, Some(comm), || {
         let c = comm_of(runtime::get()?, comm)?;
         let mut plan = make(&c)?;
         let ep = c.ep.clone();
-        let sched = plan.launch(&c)?;
-        let r = Arc::new(Request::new(name, comm, true, ep, Box::new(sched)));
-        progress::start(&r)?;
-        progress::wait_until(r.endpoint(), || r.is_done());
-        outcome_of(&r).map(drop)
+        let mut sched = plan.launch(&c)?;
+        match crate::engine::drive(&ep, &mut sched) {
+            Ok(()) => sched.complete().map(drop),
+            Err(e) => Err(sched.failed(e)),
+        }
     })
 }
 
