@@ -18,7 +18,14 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 BLESS=0
 [ "${1:-}" = --bless ] && BLESS=1
-SUITE_TESTS=${SUITE_TESTS:-"test_address test_attributes test_cco_buf test_cco_buf_inter test_cco_obj test_cco_obj_inter test_cco_nb_buf test_cco_vec test_comm test_datatype test_environ test_errhandler test_group test_info test_msgzero test_op test_p2p_obj test_status test_toplevel"}
+# Every module of mpi4py's suite but those of one-sided communication, MPI-IO and dynamic
+# processes (test_rma*, test_win, test_util_sync, test_file, test_io, test_dynproc, test_spawn:
+# not implemented, docs/API-COVERAGE.md), the ones that test mpi4py's packaging or foreign
+# interfaces rather than MPI (test_package, test_doc, test_cffi, test_ctypes, test_mpiabi,
+# test_mpiapi, test_util_dtlib, test_util_pool, test_subclass, test_pickle, test_mpimem,
+# test_ulfm) and test_p2p_buf_part (partitioned communication, MPI 4 one-sided style, not
+# implemented).
+SUITE_TESTS=${SUITE_TESTS:-"test_address test_attributes test_buffer test_cco_buf test_cco_buf_inter test_cco_nb_buf test_cco_nb_vec test_cco_ngh_buf test_cco_ngh_obj test_cco_obj test_cco_obj_inter test_cco_pr_buf test_cco_pr_ngh_buf test_cco_pr_vec test_cco_vec test_cco_vec_inter test_comm test_comm_inter test_comm_topo test_datatype test_environ test_errhandler test_errorcode test_exceptions test_grequest test_group test_handle test_info test_msgspec test_msgzero test_objmodel test_op test_p2p_buf test_p2p_buf_matched test_p2p_obj test_p2p_obj_matched test_pack test_request test_session test_status test_threads test_toplevel test_util_pkl5"}
 TIMEOUT=${TIMEOUT:-300}
 ENVDIR=${MPI4PY_ENV_DIR:-build/mpi4py}
 OUT=build/mpi4py-standalone

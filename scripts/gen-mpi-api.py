@@ -218,6 +218,7 @@ ALIASES = {
     "MPI_Errhandler_get": "comm_get_errhandler",
     "MPIX_Query_cuda_support": "query_cuda_support",
     "MPI_Address": "get_address",
+    "MPI_Status_set_elements_x": "status_set_elements",
 }
 
 API_FN_RE = re.compile(r"^pub (?:unsafe )?fn (\w+)\s*\(([^)]*)\)\s*->\s*c_int\s*\{", re.M)
@@ -254,7 +255,7 @@ def c_category(ctype, arr):
     base = base.replace("*", "").strip()
     if stars == 0:
         return None
-    if base.endswith("_function") or base.endswith("_fn"):
+    if base.endswith("_function") or base.endswith("_function_c") or base.endswith("_fn"):
         return "fn"
     if base == "char":
         return "char" + "*" * (stars - 1)
@@ -486,7 +487,7 @@ def render_entries(funcs, bound):
         "#[allow(unused_imports)]",
         "use hcomm_core::abi::objects::CommErrhandlerFn;",
         "#[allow(unused_imports)]",
-        "use hcomm_core::coll::UserFn;",
+        "use hcomm_core::coll::{LargeUserFn, UserFn};",
         "",
         "/// `MPI_X` and its profiling twin `PMPI_X`, both calling the implementation.",
         "macro_rules! entry {",

@@ -17,7 +17,7 @@ use hcomm_core::abi::api::{self, Count, Ints, RecvCounts, Status};
 #[allow(unused_imports)]
 use hcomm_core::abi::objects::CommErrhandlerFn;
 #[allow(unused_imports)]
-use hcomm_core::coll::UserFn;
+use hcomm_core::coll::{LargeUserFn, UserFn};
 
 /// `MPI_X` and its profiling twin `PMPI_X`, both calling the implementation.
 macro_rules! entry {
@@ -39,6 +39,15 @@ macro_rules! entry {
 entry!(MPIX_GPU_query_support / PMPIX_GPU_query_support(gpu_type: c_int, is_supported: *mut c_int) => api::gpu_query_support(gpu_type, is_supported));
 entry!(MPIX_Query_cuda_support / PMPIX_Query_cuda_support() => api::query_cuda_support());
 entry!(MPI_Abort / PMPI_Abort(comm: c_int, errorcode: c_int) => api::abort(comm, errorcode));
+entry!(MPI_Add_error_class / PMPI_Add_error_class(errorclass: *mut c_int) => {
+    if errorclass.is_null() { return api::checks::null("MPI_Add_error_class", None, "errorclass"); }
+    api::add_error_class(errorclass)
+});
+entry!(MPI_Add_error_code / PMPI_Add_error_code(errorclass: c_int, errorcode: *mut c_int) => {
+    if errorcode.is_null() { return api::checks::null("MPI_Add_error_code", None, "errorcode"); }
+    api::add_error_code(errorclass, errorcode)
+});
+entry!(MPI_Add_error_string / PMPI_Add_error_string(errorcode: c_int, string: *const c_char) => api::add_error_string(errorcode, string));
 entry!(MPI_Address / PMPI_Address(location: *const c_void, address: *mut i64) => api::get_address("MPI_Address", location, address));
 entry!(MPI_Allgather / PMPI_Allgather(sendbuf: *const c_void, sendcount: c_int, sendtype: c_int, recvbuf: *mut c_void, recvcount: c_int, recvtype: c_int, comm: c_int) => {
     if sendcount < 0 { return api::checks::negative_count("MPI_Allgather", Some(comm), "sendcount", sendcount); }
@@ -254,6 +263,10 @@ entry!(MPI_Comm_create_from_group / PMPI_Comm_create_from_group(group: c_int, st
 entry!(MPI_Comm_create_group / PMPI_Comm_create_group(comm: c_int, group: c_int, tag: c_int, newcomm: *mut c_int) => {
     if newcomm.is_null() { return api::checks::null("MPI_Comm_create_group", Some(comm), "newcomm"); }
     api::comm_create_group("MPI_Comm_create_group", comm, group, tag, newcomm)
+});
+entry!(MPI_Comm_disconnect / PMPI_Comm_disconnect(comm: *mut c_int) => {
+    if comm.is_null() { return api::checks::null("MPI_Comm_disconnect", None, "comm"); }
+    api::comm_disconnect(comm)
 });
 entry!(MPI_Comm_dup / PMPI_Comm_dup(comm: c_int, newcomm: *mut c_int) => {
     if newcomm.is_null() { return api::checks::null("MPI_Comm_dup", Some(comm), "newcomm"); }
@@ -987,6 +1000,10 @@ entry!(MPI_Op_create / PMPI_Op_create(user_fn: Option<UserFn>, commute: c_int, o
     if op.is_null() { return api::checks::null("MPI_Op_create", None, "op"); }
     api::op_create(user_fn, commute, op)
 });
+entry!(MPI_Op_create_c / PMPI_Op_create_c(user_fn: Option<LargeUserFn>, commute: c_int, op: *mut c_int) => {
+    if op.is_null() { return api::checks::null("MPI_Op_create_c", None, "op"); }
+    api::op_create_c(user_fn, commute, op)
+});
 entry!(MPI_Op_free / PMPI_Op_free(op: *mut c_int) => {
     if op.is_null() { return api::checks::null("MPI_Op_free", None, "op"); }
     api::op_free(op)
@@ -1043,6 +1060,14 @@ entry!(MPI_Reduce_init_c / PMPI_Reduce_init_c(sendbuf: *const c_void, recvbuf: *
     if request.is_null() { return api::checks::null("MPI_Reduce_init_c", Some(comm), "request"); }
     api::start_persistent("MPI_Reduce_init_c", comm, info, request, |c| api::plan::reduce(sendbuf, recvbuf, count, datatype, op, root, c))
 });
+entry!(MPI_Reduce_local / PMPI_Reduce_local(inbuf: *const c_void, inoutbuf: *mut c_void, count: c_int, datatype: c_int, op: c_int) => {
+    if count < 0 { return api::checks::negative_count("MPI_Reduce_local", None, "count", count); }
+    api::reduce_local("MPI_Reduce_local", inbuf, inoutbuf, Count::from(count), datatype, op)
+});
+entry!(MPI_Reduce_local_c / PMPI_Reduce_local_c(inbuf: *const c_void, inoutbuf: *mut c_void, count: i64, datatype: c_int, op: c_int) => {
+    if count < 0 { return api::checks::negative_count("MPI_Reduce_local_c", None, "count", count); }
+    api::reduce_local("MPI_Reduce_local_c", inbuf, inoutbuf, count, datatype, op)
+});
 entry!(MPI_Reduce_scatter / PMPI_Reduce_scatter(sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: c_int, op: c_int, comm: c_int) => api::reduce_scatter("MPI_Reduce_scatter", sendbuf, recvbuf, RecvCounts::Int(recvcounts), datatype, op, comm));
 entry!(MPI_Reduce_scatter_block / PMPI_Reduce_scatter_block(sendbuf: *const c_void, recvbuf: *mut c_void, recvcount: c_int, datatype: c_int, op: c_int, comm: c_int) => {
     if recvcount < 0 { return api::checks::negative_count("MPI_Reduce_scatter_block", Some(comm), "recvcount", recvcount); }
@@ -1071,6 +1096,9 @@ entry!(MPI_Reduce_scatter_init_c / PMPI_Reduce_scatter_init_c(sendbuf: *const c_
     if request.is_null() { return api::checks::null("MPI_Reduce_scatter_init_c", Some(comm), "request"); }
     api::start_persistent("MPI_Reduce_scatter_init_c", comm, info, request, |c| api::plan::reduce_scatter(sendbuf, recvbuf, RecvCounts::Count(recvcounts), datatype, op, c))
 });
+entry!(MPI_Remove_error_class / PMPI_Remove_error_class(errorclass: c_int) => api::remove_error_class(errorclass));
+entry!(MPI_Remove_error_code / PMPI_Remove_error_code(errorcode: c_int) => api::remove_error_code(errorcode));
+entry!(MPI_Remove_error_string / PMPI_Remove_error_string(errorcode: c_int) => api::remove_error_string(errorcode));
 entry!(MPI_Request_free / PMPI_Request_free(request: *mut c_int) => {
     if request.is_null() { return api::checks::null("MPI_Request_free", None, "request"); }
     api::request_free(request)
@@ -1225,6 +1253,12 @@ entry!(MPI_Startall / PMPI_Startall(count: c_int, array_of_requests: *mut c_int)
     if count < 0 { return api::checks::negative_arg("MPI_Startall", None, "count", count); }
     api::startall(count, array_of_requests)
 });
+entry!(MPI_Status_c2f / PMPI_Status_c2f(c_status: *const Status, f_status: *mut c_int) => api::status_c2f(c_status, f_status));
+entry!(MPI_Status_f2c / PMPI_Status_f2c(f_status: *const c_int, c_status: *mut Status) => api::status_f2c(f_status, c_status));
+entry!(MPI_Status_set_cancelled / PMPI_Status_set_cancelled(status: *mut Status, flag: c_int) => api::status_set_cancelled(status, flag));
+entry!(MPI_Status_set_elements / PMPI_Status_set_elements(status: *mut Status, datatype: c_int, count: c_int) => api::status_set_elements("MPI_Status_set_elements", status, datatype, Count::from(count)));
+entry!(MPI_Status_set_elements_c / PMPI_Status_set_elements_c(status: *mut Status, datatype: c_int, count: i64) => api::status_set_elements("MPI_Status_set_elements_c", status, datatype, count));
+entry!(MPI_Status_set_elements_x / PMPI_Status_set_elements_x(status: *mut Status, datatype: c_int, count: i64) => api::status_set_elements("MPI_Status_set_elements_x", status, datatype, count));
 entry!(MPI_Test / PMPI_Test(request: *mut c_int, flag: *mut c_int, status: *mut Status) => {
     if request.is_null() { return api::checks::null("MPI_Test", None, "request"); }
     if flag.is_null() { return api::checks::null("MPI_Test", None, "flag"); }

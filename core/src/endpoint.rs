@@ -125,6 +125,8 @@ pub struct Endpoint {
     finalizing: AtomicBool,
     /// Acknowledgements of synchronous messages owed: (world rank, header).
     acks: Mutex<Vec<(usize, FrameHeader)>>,
+    /// Held while [`Endpoint::p2p_flush_acks`] sends (not while acknowledgements are queued).
+    flushing_acks: Mutex<()>,
     /// `acks.len()`, read without the lock.
     n_acks: AtomicUsize,
 }
@@ -144,6 +146,7 @@ impl Endpoint {
             notices: Notices::default(),
             finalizing: AtomicBool::new(false),
             acks: Mutex::new(Vec::new()),
+            flushing_acks: Mutex::new(()),
             n_acks: AtomicUsize::new(0),
         }
     }
@@ -169,6 +172,7 @@ impl Endpoint {
             notices: Notices::default(),
             finalizing: AtomicBool::new(false),
             acks: Mutex::new(Vec::new()),
+            flushing_acks: Mutex::new(()),
             n_acks: AtomicUsize::new(0),
         }
     }
@@ -434,15 +438,30 @@ impl Endpoint {
         if self.n_acks.load(Ordering::SeqCst) == 0 {
             return;
         }
+        // Sent with the list's lock released: posting to this rank itself takes a source's
+        // lock, and matching (which holds one) queues acknowledgements here — holding both
+        // in the opposite order deadlocked a rank whose progress thread flushed while its
+        // main thread matched a synchronous message. One flush at a time, so that they go
+        // out in the order the messages matched (senders' requests complete in that order).
+        // Nothing holds a source's or a link's lock while it waits here.
+        let _one_at_a_time = self.flushing_acks.lock();
+        let owed = std::mem::take(&mut *self.acks.lock());
+        let unsent: Vec<_> = owed
+            .into_iter()
+            .filter(|(peer, hdr)| {
+                let sent = if *peer == self.rank {
+                    self.p2p_post_local(hdr, Vec::new()).map(|_| true)
+                } else {
+                    self.try_send(*peer, hdr, &[])
+                };
+                matches!(sent, Ok(false))
+            })
+            .collect();
         let mut acks = self.acks.lock();
-        acks.retain(|(peer, hdr)| {
-            let sent = if *peer == self.rank {
-                self.p2p_post_local(hdr, Vec::new()).map(|_| true)
-            } else {
-                self.try_send(*peer, hdr, &[])
-            };
-            matches!(sent, Ok(false))
-        });
+        if !unsent.is_empty() {
+            // Still owed, ahead of any queued meanwhile.
+            acks.splice(0..0, unsent);
+        }
         self.n_acks.store(acks.len(), Ordering::SeqCst);
     }
 

@@ -41,7 +41,7 @@ pub enum Class {
 
 /// Highest class value `MPI_Error_class`/`MPI_Error_string` accept (`MPI_ERR_LASTCODE` is
 /// larger, but hcomm returns classes as codes).
-pub const LAST_CLASS: i32 = 77;
+pub const LAST_CLASS: i32 = 80; // MPI_ERR_ERRHANDLER (MPI 5.0; mpi4py knows it)
 
 impl Class {
     pub fn name(self) -> &'static str {

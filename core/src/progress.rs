@@ -148,7 +148,17 @@ fn sleep_unless(ep: &Endpoint, look: impl FnOnce() -> bool) {
 /// as one completed by `MPI_Waitall`. Where nothing else is runnable the yield returns at once.
 pub fn poke() {
     let list = snapshot();
-    if !list.is_empty() && !advance_all(&list, true) {
+    if let Some(r) = list.first() {
+        // As in `wait_until`: the acknowledgements this rank owes for synchronous messages it
+        // matched go out here too, so `MPI_Test` on an `MPI_Issend` to self (or to a peer
+        // polling with `MPI_Test`) completes without waiting for the progress thread.
+        r.endpoint().p2p_flush_acks();
+    }
+    let mut moved = false;
+    for r in &list {
+        moved |= r.advance_waiting(true);
+    }
+    if !list.is_empty() && !moved {
         // SAFETY: sched_yield has no preconditions.
         unsafe { libc::sched_yield() };
     }

@@ -309,12 +309,32 @@ impl Request {
     /// before a sleep (drains links; runs the liveness checks when they are due). Returns
     /// whether anything moved (completion included).
     pub fn advance(&self, last: bool) -> bool {
+        self.advance_as(last, false)
+    }
+
+    /// As [`Request::advance`], but waits for a thread stepping it to finish, then steps it:
+    /// for `MPI_Test*`, whose caller may poll a bounded number of times and must not see a
+    /// request stay incomplete only because the progress thread, preempted in the middle of a
+    /// step (ranks outnumber cores), holds it. Nothing that steps a request waits for a lock
+    /// a caller of `MPI_Test` holds.
+    pub fn advance_waiting(&self, last: bool) -> bool {
+        self.advance_as(last, true)
+    }
+
+    fn advance_as(&self, last: bool, wait: bool) -> bool {
         if self.is_done() {
             return false;
         }
-        let Some(mut g) = self.state.try_lock() else {
+        let Some(mut g) = (if wait {
+            Some(self.state.lock())
+        } else {
+            self.state.try_lock()
+        }) else {
             return false;
         };
+        if self.is_done() {
+            return false;
+        }
         let st = &mut *g;
         let Some(op) = st.op.as_mut() else {
             return false;

@@ -268,6 +268,27 @@ impl Layout {
         (rest == 0).then_some(n)
     }
 
+    /// The bytes of data holding exactly `elements` predefined elements (whole items, then the
+    /// first entries of one more in typemap order): the inverse of [`Layout::elements_in`],
+    /// for `MPI_Status_set_elements`. `None` when the type has no elements but some are asked
+    /// for, or the byte count overflows.
+    pub fn bytes_for_elements(&self, elements: usize) -> Option<usize> {
+        if self.elems == 0 {
+            return (elements == 0).then_some(0);
+        }
+        let mut bytes = (elements / self.elems).checked_mul(self.size)?;
+        let mut rest = elements % self.elems;
+        for r in &self.runs {
+            if rest == 0 {
+                break;
+            }
+            let k = rest.min(r.n);
+            bytes = bytes.checked_add(k * r.atom.dt.size)?;
+            rest -= k;
+        }
+        Some(bytes)
+    }
+
     /// Visits the runs of `count` items, with each item's byte offset from the buffer.
     pub(crate) fn for_each_run(&self, count: usize, mut f: impl FnMut(isize, &Run)) {
         let ext = self.extent_signed();
@@ -623,6 +644,19 @@ mod tests {
             Some(0)
         );
         assert_eq!(Layout::contiguous(0, &int()).unwrap().elements_in(4), None);
+    }
+
+    #[test]
+    fn bytes_for_elements_inverts_elements_in() {
+        let s = st(&[(1, 0, &int()), (1, 8, &dbl()), (2, 16, &int())]);
+        for n in 0..12 {
+            let b = s.bytes_for_elements(n).unwrap();
+            assert_eq!(s.elements_in(b), Some(n), "{n} elements in {b} bytes");
+        }
+        assert_eq!(s.bytes_for_elements(5), Some(24)); // a whole item, then the int
+        let empty = Layout::contiguous(0, &int()).unwrap();
+        assert_eq!(empty.bytes_for_elements(0), Some(0));
+        assert_eq!(empty.bytes_for_elements(1), None);
     }
 
     #[test]

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use crate::coll::UserFn;
+use crate::coll::UserFunction;
 use crate::datatype::{Datatype, ElemType, ReduceOp};
 use crate::typemap::{Atom, Layout};
 
@@ -54,6 +54,7 @@ pub const KEYVAL_IO: i32 = 0x6440_0005;
 pub const KEYVAL_WTIME_IS_GLOBAL: i32 = 0x6440_0007;
 pub const KEYVAL_UNIVERSE_SIZE: i32 = 0x6440_0009;
 pub const KEYVAL_APPNUM: i32 = 0x6440_000d;
+pub const KEYVAL_LASTUSEDCODE: i32 = 0x6440_000b;
 pub const KEYVAL_INVALID: i32 = 0x2400_0000;
 /// The largest tag `MPI_Comm_get_attr(MPI_TAG_UB)` reports (Open MPI's value; MPICH reports
 /// 2^28-1; MPI asks for at least 32767). Point-to-point accepts tags `0..=MAX_TAG`.
@@ -172,6 +173,10 @@ pub fn datatype(h: i32) -> Option<(Datatype, &'static str)> {
         .map(|&(_, name, elem, size, extent)| (Datatype::new(elem, size, extent), name))
 }
 
+/// `MPI_REPLACE` and `MPI_NO_OP`: predefined, but ops of one-sided accumulates only.
+pub const OP_REPLACE: i32 = 0x5800_000d;
+pub const OP_NO_OP: i32 = 0x5800_000e;
+
 /// A predefined reduction op. `MPI_REPLACE`/`MPI_NO_OP` (one-sided only) are not collectives' ops.
 pub fn op(h: i32) -> Option<(ReduceOp, &'static str)> {
     use ReduceOp::*;
@@ -271,7 +276,7 @@ impl UserType {
 /// A user-defined op (`MPI_Op_create`).
 #[derive(Clone, Copy, Debug)]
 pub struct UserOpDef {
-    pub f: UserFn,
+    pub f: UserFunction,
     pub commute: bool,
 }
 

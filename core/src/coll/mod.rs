@@ -48,10 +48,20 @@ use crate::datatype::{Datatype, ElemType, ReduceOp};
 /// `f(invec, inoutvec, &len, &datatype)` computes `inoutvec[i] = invec[i] op inoutvec[i]`.
 pub type UserFn = unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_int, *mut c_int);
 
+/// `MPI_User_function_c` (`MPI_Op_create_c`): the same with an `MPI_Count` length.
+pub type LargeUserFn = unsafe extern "C" fn(*mut c_void, *mut c_void, *mut i64, *mut c_int);
+
+/// The function of a user-defined op, in the form it was created with.
+#[derive(Clone, Copy, Debug)]
+pub enum UserFunction {
+    Int(UserFn),
+    Large(LargeUserFn),
+}
+
 /// A user-defined op bound to the datatype of one call.
 #[derive(Clone, Copy, Debug)]
 pub struct UserOp {
-    pub f: UserFn,
+    pub f: UserFunction,
     pub commute: bool,
     /// The datatype handle passed to `f`: the one the caller gave.
     pub dtype: i32,
@@ -105,7 +115,7 @@ impl Reduction {
 
 /// `dst = a op b` with a user function, which only computes `inout = in op inout`: `b` is
 /// first copied to `dst` (unless it is `dst`), and when `dst` is `a`, `a` is first saved
-/// to a scratch copy. Calls are split so that `len` fits an `int`.
+/// to a scratch copy. Calls are split so that `len` fits the function's length type.
 unsafe fn apply_user(u: &UserOp, dst: *mut u8, a: *const u8, b: *const u8, count: usize) {
     if count == 0 {
         return;
@@ -127,22 +137,32 @@ unsafe fn apply_user(u: &UserOp, dst: *mut u8, a: *const u8, b: *const u8, count
         // overlap `dst` when `dst == a` and `a` overlaps `b`.
         unsafe { std::ptr::copy(b, dst, bytes) };
     }
+    let call = |done: usize, n: usize| {
+        let off = (done * u.extent) as isize - u.lb;
+        let (inp, io) = (
+            input.wrapping_offset(off) as *mut c_void,
+            dst.wrapping_offset(off).cast::<c_void>(),
+        );
+        let mut dt = u.dtype;
+        // SAFETY: the function reads `n` items at `inp` and updates `n` items at `io`, both
+        // given at the items' origin (their lower bound is `lb` bytes further); both ranges
+        // are valid per the contract. It is C code: it cannot unwind into Rust.
+        unsafe {
+            match u.f {
+                UserFunction::Int(f) => f(inp, io, &mut (n as c_int), &mut dt),
+                UserFunction::Large(f) => f(inp, io, &mut (n as i64), &mut dt),
+            }
+        }
+    };
+    // An `int` length caps one call of an MPI_Op_create function.
+    let most = match u.f {
+        UserFunction::Int(_) => c_int::MAX as usize,
+        UserFunction::Large(_) => i64::MAX as usize,
+    };
     let mut done = 0;
     while done < count {
-        let n = (count - done).min(c_int::MAX as usize);
-        let (mut len, mut dt) = (n as c_int, u.dtype);
-        let off = (done * u.extent) as isize - u.lb;
-        // SAFETY: the function reads `len` items at `input` and updates `len` items at `dst`,
-        // both given at the items' origin (their lower bound is `lb` bytes further); both
-        // ranges are valid per the contract. It is C code: it cannot unwind into Rust.
-        unsafe {
-            (u.f)(
-                input.wrapping_offset(off) as *mut c_void,
-                dst.wrapping_offset(off).cast(),
-                &mut len,
-                &mut dt,
-            )
-        };
+        let n = (count - done).min(most);
+        call(done, n);
         done += n;
     }
 }
@@ -270,7 +290,7 @@ mod tests {
     #[test]
     fn user_op_every_aliasing_case() {
         let red = Reduction::User(UserOp {
-            f: digits,
+            f: UserFunction::Int(digits),
             commute: false,
             dtype: 77,
             extent: 4,

@@ -163,6 +163,37 @@ pub unsafe fn allreduce(
     })
 }
 
+/// `MPI_Reduce_local`: `inoutbuf = inbuf op inoutbuf`, on this process alone.
+pub unsafe fn reduce_local(
+    name: &'static str,
+    inbuf: *const c_void,
+    inoutbuf: *mut c_void,
+    count: Count,
+    datatype: c_int,
+    op: c_int,
+) -> c_int {
+    guard(name, None, || {
+        if is_in_place(inbuf) {
+            return Err(Error::new(
+                Class::Buffer,
+                "inbuf may not be MPI_IN_PLACE (MPI_Reduce_local has no in-place form)",
+            ));
+        }
+        crate::cuda::refuse_device(name, &[inbuf, inoutbuf as *const c_void])?;
+        // SAFETY: MPI's contract for inbuf (read) and inoutbuf (read and written), checked
+        // inside; not in place, so `io.input` is the staged inbuf.
+        let io = unsafe { ReduceIo::new(inbuf, inoutbuf, count, datatype, op) }?;
+        let out = io.output.ptr();
+        // SAFETY: `io.input` and `out` hold `io.elems` elements each (checked and staged
+        // above); `dst` is exactly the second operand.
+        unsafe { io.red.apply(out, io.input, out, io.elems) };
+        let staged = io.output;
+        // SAFETY: writes the staged result back to inoutbuf (validated above).
+        unsafe { staged.finish() };
+        Ok(())
+    })
+}
+
 /// The checked, staged buffers of a reduction whose result every rank receives in its own
 /// recvbuf (`MPI_Allreduce`, `MPI_Scan`, `MPI_Exscan`); `MPI_IN_PLACE` reads the input from
 /// recvbuf. Validation happens before anything is staged, so a rejected call writes nothing.

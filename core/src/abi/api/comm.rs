@@ -1,14 +1,13 @@
 //! Communicators, error handlers and classes, datatype sizes.
 #![allow(clippy::missing_safety_doc)]
 
-use std::ffi::{c_char, c_int};
+use std::ffi::c_int;
 use std::sync::atomic::Ordering;
 
-use super::env::write_string;
 use super::*;
 use crate::abi::handles::{self as h};
 use crate::abi::{guard, out};
-use crate::error::{Class, Error, LAST_CLASS};
+use crate::error::{Class, Error};
 use crate::runtime;
 // ---------------------------------------------------------------------------------------------
 // Communicators and errors
@@ -75,6 +74,33 @@ pub unsafe fn comm_free(comm: *mut c_int) -> c_int {
     })
 }
 
+/// `MPI_Comm_disconnect`: collective; every rank waits until all have reached it (messages
+/// sent before it then have arrived: each link delivers in order), then the communicator is
+/// freed. hcomm has no dynamic processes, so this is how a program built for them (or
+/// mpi4py) lets go of a communicator.
+pub unsafe fn comm_disconnect(comm: *mut c_int) -> c_int {
+    // SAFETY: read only after the NULL check.
+    let handle = (!comm.is_null()).then(|| unsafe { *comm });
+    guard("MPI_Comm_disconnect", handle, || {
+        let rt = runtime::get()?;
+        let handle = handle.ok_or_else(|| Error::new(Class::Arg, "comm is NULL"))?;
+        if handle == h::COMM_WORLD || handle == h::COMM_SELF {
+            return Err(Error::new(
+                Class::Comm,
+                "MPI_COMM_WORLD and MPI_COMM_SELF cannot be disconnected",
+            ));
+        }
+        let c = any_comm_of(rt, handle)?;
+        match c.inter() {
+            Some(inter) => crate::intercomm::barrier(inter)?,
+            None => crate::coll::barrier(&c)?,
+        }
+        super::attributes::delete_all(super::attributes::Kind::Comm, handle)?;
+        rt.free_comm(handle)?;
+        out(comm, "comm", h::COMM_NULL)
+    })
+}
+
 pub unsafe fn comm_compare(c1: c_int, c2: c_int, result: *mut c_int) -> c_int {
     guard("MPI_Comm_compare", Some(c1), || {
         let rt = runtime::get()?;
@@ -119,34 +145,6 @@ pub unsafe fn comm_get_errhandler(comm: c_int, errhandler: *mut c_int) -> c_int 
             "errhandler",
             c.errhandler.load(Ordering::Relaxed),
         )
-    })
-}
-
-pub unsafe fn error_class(code: c_int, class: *mut c_int) -> c_int {
-    guard("MPI_Error_class", None, || {
-        if !(0..=LAST_CLASS).contains(&code) {
-            return Err(Error::new(
-                Class::Arg,
-                format!("{code} is not a valid error code"),
-            ));
-        }
-        out(class, "errorclass", code)
-    })
-}
-
-pub unsafe fn error_string(code: c_int, string: *mut c_char, resultlen: *mut c_int) -> c_int {
-    guard("MPI_Error_string", None, || {
-        let text = match Class::from_code(code) {
-            Some(c) => format!("{}: {}", c.name(), c.description()),
-            None if (0..=LAST_CLASS).contains(&code) => format!("MPI error class {code}"),
-            None => {
-                return Err(Error::new(
-                    Class::Arg,
-                    format!("{code} is not a valid error code"),
-                ))
-            }
-        };
-        write_string(string, h::MAX_ERROR_STRING, resultlen, &text, "string")
     })
 }
 

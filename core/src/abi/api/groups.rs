@@ -365,6 +365,7 @@ pub unsafe fn comm_get_attr(
                 &UNIVERSE_SIZE
             }
             h::KEYVAL_APPNUM => &APPNUM,
+            h::KEYVAL_LASTUSEDCODE => &super::error_codes::LAST_USED_CODE,
             h::KEYVAL_INVALID => {
                 return Err(Error::new(
                     Class::Keyval,

@@ -27,6 +27,7 @@ mod comm;
 mod comm_create;
 mod data_movement;
 mod env;
+mod error_codes;
 mod graph;
 mod groups;
 pub mod info;
@@ -60,6 +61,7 @@ pub use comm::*;
 pub use comm_create::*;
 pub use data_movement::*;
 pub use env::*;
+pub use error_codes::*;
 pub use graph::*;
 #[allow(unused_imports)]
 pub use groups::*;
@@ -181,6 +183,24 @@ pub(crate) fn buf_arg(p: *const c_void, len: usize, what: &str) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+/// As [`buf_arg`], where NULL is also `MPI_BOTTOM` (the MPICH ABI's value): valid when the
+/// data of every block that moves lies at an absolute address, i.e. `offsets` (each block's
+/// displacement plus its datatype's true lower bound, in bytes) are all past the first page,
+/// where no program's buffer can start (types built from `MPI_Get_address`, or byte
+/// displacements that are addresses).
+pub(crate) fn buf_or_bottom(
+    p: *const c_void,
+    len: usize,
+    what: &str,
+    offsets: impl IntoIterator<Item = isize>,
+) -> Result<()> {
+    const FIRST_PAGE: isize = 4096;
+    if p.is_null() && offsets.into_iter().all(|o| o >= FIRST_PAGE) {
+        return Ok(());
+    }
+    buf_arg(p, len, what)
 }
 
 /// Nonblocking and point-to-point calls take host buffers only: a device buffer is

@@ -318,6 +318,13 @@ fn empty() -> Completion {
     Completion::empty()
 }
 
+/// MPI's empty status (a null or inactive request): source `MPI_ANY_SOURCE`, tag
+/// `MPI_ANY_TAG`, error `MPI_SUCCESS`, count 0, not cancelled.
+fn fill_empty(st: Option<*mut Status>) {
+    fill(st, &empty());
+    set_error(st, 0);
+}
+
 /// A truncated receive is an error of its completion.
 fn outcome_of(r: &Request) -> Result<Completion> {
     let c = r.outcome().expect("completed")?;
@@ -391,7 +398,7 @@ pub unsafe fn wait(req: *mut c_int, status: *mut Status) -> c_int {
         let st = status_out(status)?;
         // SAFETY: a non-NULL MPI_Request of the caller.
         let Some(r) = request::get(unsafe { *req }, "request")? else {
-            fill(st, &empty());
+            fill_empty(st);
             return Ok(());
         };
         progress::wait_until(r.endpoint(), || r.is_done());
@@ -415,7 +422,7 @@ pub unsafe fn test(req: *mut c_int, flag: *mut c_int, status: *mut Status) -> c_
         let st = status_out(status)?;
         // SAFETY: a non-NULL MPI_Request of the caller.
         let Some(r) = request::get(unsafe { *req }, "request")? else {
-            fill(st, &empty());
+            fill_empty(st);
             // SAFETY: non-NULL flag of the caller.
             unsafe { *flag = 1 };
             return Ok(());
@@ -452,7 +459,7 @@ unsafe fn retire_all(
     for (k, &i) in which.iter().enumerate() {
         let st = nth(statuses, slot(k, i));
         let Some(r) = &list[i] else {
-            fill(st, &empty());
+            fill_empty(st);
             codes.push((st, 0));
             continue;
         };
@@ -559,7 +566,7 @@ unsafe fn any_common(
         let Some(ep) = ep_of(&list) else {
             // No active request: flag true, index MPI_UNDEFINED, empty status.
             set(UNDEFINED, true);
-            fill(st, &empty());
+            fill_empty(st);
             return Ok(());
         };
         if flag.is_some() {
@@ -737,7 +744,7 @@ pub unsafe fn request_get_status(req: c_int, flag: *mut c_int, status: *mut Stat
         }
         let st = status_out(status)?;
         let Some(r) = request::get(req, "request")? else {
-            fill(st, &empty());
+            fill_empty(st);
             // SAFETY: non-NULL flag of the caller.
             unsafe { *flag = 1 };
             return Ok(());
@@ -815,7 +822,7 @@ fn report_all(
         let outcome = list[i].as_ref().map(|r| (r.comm, outcome_of(r)));
         match outcome {
             None => {
-                fill(st, &empty());
+                fill_empty(st);
                 codes.push((st, 0));
             }
             Some((_, Ok(c))) => {
@@ -864,7 +871,7 @@ pub unsafe fn request_get_status_any(
         };
         if ep_of(&list).is_none() {
             set(UNDEFINED, true);
-            fill(st, &empty());
+            fill_empty(st);
             return Ok(());
         }
         progress::poke();

@@ -400,6 +400,7 @@ unsafe fn per_type(
     }
     let mut groups = Vec::with_capacity(n);
     let mut total = 0usize;
+    let mut offsets = Vec::with_capacity(n);
     for i in 0..n {
         // SAFETY: MPI: one datatype per neighbor, non-NULL checked above.
         let side = Side::new(unsafe { *types.add(i) }, &format!("{tname}[{i}]"))?;
@@ -414,9 +415,12 @@ unsafe fn per_type(
             .checked_add(t.bytes)
             .filter(|&b| b <= isize::MAX as usize)
             .ok_or_else(|| Error::new(Class::Count, format!("the {cname} add up to too much")))?;
+        if counts[i] > 0 {
+            offsets.push(at.saturating_add(side.t.true_lb()));
+        }
         groups.push(side.v.blocks(buf, &[(at, counts[i])]));
     }
-    buf_arg(buf, total, bname)?;
+    buf_or_bottom(buf, total, bname, offsets)?;
     Ok(Parts {
         groups,
         at: (0..n).map(|i| (i, 0)).collect(),
@@ -461,7 +465,8 @@ pub unsafe fn neighbor_alltoallw(
             )?,
         )
     };
-    if nout > 0 && nin > 0 && std::ptr::eq(send, recv as *const c_void) {
+    // Both MPI_BOTTOM: the types' addresses say where the data is, not the pointers.
+    if nout > 0 && nin > 0 && !send.is_null() && std::ptr::eq(send, recv as *const c_void) {
         let moved = (0..nout).any(|i| sendp.span(i).1 > 0) && (0..nin).any(|i| recvp.span(i).1 > 0);
         if moved {
             return Err(Error::new(

@@ -146,7 +146,7 @@ pub(crate) fn outgoing_typed(
 ) -> Result<(Outgoing, Staged)> {
     let v = t.moving();
     let len = v.bytes(n, what[1])?;
-    buf_arg(buf, len, what[0])?;
+    buf_or_bottom(buf, len, what[0], (n > 0).then(|| t.true_lb()))?;
     // SAFETY: MPI: `buf` holds `count` items of the datatype to read.
     let st = unsafe { v.stage(buf, n, true, false) };
     let msg = Outgoing {
@@ -181,7 +181,7 @@ pub(crate) fn incoming_typed(
 ) -> Result<(Incoming, Staged)> {
     let v = t.moving();
     let cap = v.bytes(n, what[1])?;
-    buf_arg(buf, cap, what[0])?;
+    buf_or_bottom(buf, cap, what[0], (n > 0).then(|| t.true_lb()))?;
     // SAFETY: MPI: `buf` holds `count` items of the datatype to write.
     let st = unsafe { v.stage(buf, n, false, true) };
     let into = Incoming {

@@ -565,7 +565,9 @@ unsafe fn w_parts(
         items.push((at, counts[i]));
         typed.push(t);
     }
-    buf_arg(buf, total, bname)?;
+    let moving = sides.iter().zip(&items).filter(|(_, &(_, c))| c > 0);
+    let offsets = moving.map(|(s, &(at, _))| at.saturating_add(s.t.true_lb()));
+    buf_or_bottom(buf, total, bname, offsets)?;
     Ok(Parts::PerRank(sides, Laid { items, typed }))
 }
 
@@ -600,7 +602,10 @@ pub(crate) unsafe fn alltoallw_parts(
         &rl.typed[r],
         "recvcounts[rank]×recvtypes[rank]",
     )?;
-    no_alias(send, recv, sl.bytes().max(rl.bytes()))?;
+    if !send.is_null() {
+        // Both MPI_BOTTOM: the types' addresses say where the data is, not the pointers.
+        no_alias(send, recv, sl.bytes().max(rl.bytes()))?;
+    }
     Ok((rp, Some((send, sp))))
 }
 

@@ -8,9 +8,9 @@ use std::ffi::{c_char, c_int, CStr};
 
 use parking_lot::Mutex;
 
-use super::datatype_arg;
 use super::p2p::{Status, STATUS_IGNORE};
 use super::types::{bad_type, MAX_OBJECT_NAME};
+use super::{datatype_arg, Count};
 use crate::abi::{guard, handles as h, out};
 use crate::error::{Class, Error, Result};
 use crate::typemap::Layout;
@@ -112,6 +112,89 @@ pub unsafe fn get_elements<T: TryFrom<i64>>(
             None => fits(i64::from(h::UNDEFINED), "count")?,
         };
         out(count, "count", v)
+    })
+}
+
+/// `MPI_Status_set_elements(_c/_x)`: makes `status` say that `count` predefined elements of
+/// `datatype` were received (so `MPI_Get_elements` with that type returns `count`, and
+/// `MPI_Get_count` the whole items among them).
+pub unsafe fn status_set_elements(
+    name: &'static str,
+    status: *mut Status,
+    datatype: c_int,
+    count: Count,
+) -> c_int {
+    guard(name, None, || {
+        if status.is_null() || status as usize == STATUS_IGNORE {
+            return Err(Error::new(
+                Class::Arg,
+                "status is NULL or MPI_STATUS_IGNORE",
+            ));
+        }
+        let l = layout_of(datatype)?;
+        let n = usize::try_from(count)
+            .map_err(|_| Error::new(Class::Count, format!("count {count} is negative")))?;
+        let bytes = l.bytes_for_elements(n).ok_or_else(|| {
+            Error::new(
+                Class::Count,
+                format!("{n} elements of this datatype are not a representable message"),
+            )
+        })?;
+        // SAFETY: a status the caller supplied for writing (checked above).
+        unsafe { (*status).set_bytes(bytes as u64) };
+        Ok(())
+    })
+}
+
+/// `MPI_Status_set_cancelled`.
+pub unsafe fn status_set_cancelled(status: *mut Status, flag: c_int) -> c_int {
+    guard("MPI_Status_set_cancelled", None, || {
+        if status.is_null() || status as usize == STATUS_IGNORE {
+            return Err(Error::new(
+                Class::Arg,
+                "status is NULL or MPI_STATUS_IGNORE",
+            ));
+        }
+        // SAFETY: as in `status_set_elements`.
+        let s = unsafe { &mut *status };
+        s.count_hi_and_cancelled = (s.count_hi_and_cancelled & !1) | c_int::from(flag != 0);
+        Ok(())
+    })
+}
+
+/// `MPI_Status_c2f` / `MPI_Status_f2c`: MPICH's Fortran status is the C one's five integers,
+/// in the same order.
+pub unsafe fn status_c2f(c_status: *const Status, f_status: *mut c_int) -> c_int {
+    guard("MPI_Status_c2f", None, || {
+        if c_status.is_null() || c_status as usize == STATUS_IGNORE {
+            return Err(Error::new(
+                Class::Arg,
+                "c_status is NULL or MPI_STATUS_IGNORE",
+            ));
+        }
+        if f_status.is_null() {
+            return Err(Error::new(Class::Arg, "f_status is NULL"));
+        }
+        // SAFETY: both point to five ints (MPI's contract; Status is repr(C), five c_ints).
+        unsafe { std::ptr::copy(c_status.cast::<c_int>(), f_status, 5) };
+        Ok(())
+    })
+}
+
+pub unsafe fn status_f2c(f_status: *const c_int, c_status: *mut Status) -> c_int {
+    guard("MPI_Status_f2c", None, || {
+        if f_status.is_null() {
+            return Err(Error::new(Class::Arg, "f_status is NULL"));
+        }
+        if c_status.is_null() || c_status as usize == STATUS_IGNORE {
+            return Err(Error::new(
+                Class::Arg,
+                "c_status is NULL or MPI_STATUS_IGNORE",
+            ));
+        }
+        // SAFETY: as in `status_c2f`.
+        unsafe { std::ptr::copy(f_status, c_status.cast::<c_int>(), 5) };
+        Ok(())
     })
 }
 

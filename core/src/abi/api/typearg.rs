@@ -95,6 +95,15 @@ fn checked_type(dt: c_int, what: &str, allow_negative_extent: bool) -> Result<Ty
 
 impl TypeArg {
     /// `MPI_Type_get_extent`'s extent.
+    /// The offset of an item's first data byte from its buffer pointer (0 for predefined
+    /// types).
+    pub fn true_lb(&self) -> isize {
+        match &self.kind {
+            Kind::Predefined(_) => 0,
+            Kind::Derived(l) => l.true_bounds().0,
+        }
+    }
+
     pub fn extent(&self) -> usize {
         match &self.kind {
             Kind::Predefined(d) => d.extent,

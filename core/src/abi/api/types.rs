@@ -16,7 +16,7 @@ use super::type_contents::{combiner, Made};
 use super::Count;
 use crate::abi::handles::{self as h, UserOpDef};
 use crate::abi::{guard, out};
-use crate::coll::UserFn;
+use crate::coll::{LargeUserFn, UserFn, UserFunction};
 use crate::error::{Class, Error, Result};
 use crate::typemap::Layout;
 
@@ -277,16 +277,28 @@ pub unsafe fn type_get_name(
 pub unsafe fn op_create(user_fn: Option<UserFn>, commute: c_int, op: *mut c_int) -> c_int {
     guard("MPI_Op_create", None, || {
         let f = user_fn.ok_or_else(|| Error::new(Class::Arg, "user_fn is NULL"))?;
-        if op.is_null() {
-            return Err(Error::new(Class::Arg, "op is NULL"));
-        }
-        let handle = h::add_op(UserOpDef {
-            f,
-            commute: commute != 0,
-        })
-        .ok_or_else(|| Error::new(Class::Intern, "out of op handles"))?;
-        out(op, "op", handle)
+        new_op(UserFunction::Int(f), commute, op)
     })
+}
+
+/// `MPI_Op_create_c`: the function takes an `MPI_Count` length.
+pub unsafe fn op_create_c(user_fn: Option<LargeUserFn>, commute: c_int, op: *mut c_int) -> c_int {
+    guard("MPI_Op_create_c", None, || {
+        let f = user_fn.ok_or_else(|| Error::new(Class::Arg, "user_fn is NULL"))?;
+        new_op(UserFunction::Large(f), commute, op)
+    })
+}
+
+fn new_op(f: UserFunction, commute: c_int, op: *mut c_int) -> Result<()> {
+    if op.is_null() {
+        return Err(Error::new(Class::Arg, "op is NULL"));
+    }
+    let handle = h::add_op(UserOpDef {
+        f,
+        commute: commute != 0,
+    })
+    .ok_or_else(|| Error::new(Class::Intern, "out of op handles"))?;
+    out(op, "op", handle)
 }
 
 fn bad_op(op: c_int) -> Error {
@@ -303,7 +315,7 @@ fn bad_op(op: c_int) -> Error {
 pub unsafe fn op_free(op: *mut c_int) -> c_int {
     guard("MPI_Op_free", None, || {
         let o = handle_in(op, "op")?;
-        if h::op(o).is_some() {
+        if h::op(o).is_some() || o == h::OP_REPLACE || o == h::OP_NO_OP {
             return Err(Error::new(
                 Class::Op,
                 format!("op 0x{o:x} is predefined and cannot be freed"),
@@ -320,6 +332,9 @@ pub unsafe fn op_commutative(op: c_int, commute: *mut c_int) -> c_int {
     guard("MPI_Op_commutative", None, || {
         let c = if h::op(op).is_some() {
             true
+        } else if op == h::OP_REPLACE || op == h::OP_NO_OP {
+            // As MPICH: the order of the operands matters to these two.
+            false
         } else {
             h::user_op(op).ok_or_else(|| bad_op(op))?.commute
         };
