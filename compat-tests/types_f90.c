@@ -107,6 +107,15 @@ int main(int argc, char **argv)
                 printf("%s(p=%d, r=%d): size %d\n", what, pr[i][0] == MPI_UNDEFINED ? -1 : pr[i][0],
                        pr[i][1] == MPI_UNDEFINED ? -1 : pr[i][1], sz);
             sum_through(t, what);
+            /* The envelope of a parameterized type names its constructor and (p, r). */
+            int ni = -1, na = -1, nd = -1, comb = -1, args[2] = {-1, -1};
+            MPI_Type_get_envelope(t, &ni, &na, &nd, &comb);
+            CHECK(ni == 2 && na == 0 && nd == 0 && comb == (cx ? MPI_COMBINER_F90_COMPLEX : MPI_COMBINER_F90_REAL),
+                  "%s envelope: %d %d %d combiner %d", what, ni, na, nd, comb);
+            if (ni == 2) {
+                MPI_Type_get_contents(t, 2, 0, 0, args, NULL, NULL);
+                CHECK(args[0] == pr[i][0] && args[1] == pr[i][1], "%s contents: %d %d", what, args[0], args[1]);
+            }
         }
     }
     /* No type has these. */

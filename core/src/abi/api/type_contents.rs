@@ -26,6 +26,9 @@ pub mod combiner {
     pub const STRUCT: i32 = 12;
     pub const SUBARRAY: i32 = 13;
     pub const DARRAY: i32 = 14;
+    pub const F90_REAL: i32 = 15;
+    pub const F90_COMPLEX: i32 = 16;
+    pub const F90_INTEGER: i32 = 17;
     pub const RESIZED: i32 = 18;
     pub const HINDEXED_BLOCK: i32 = 19;
 }

@@ -9,6 +9,7 @@ use std::ffi::{c_char, c_int, CStr};
 use parking_lot::Mutex;
 
 use super::p2p::{Status, STATUS_IGNORE};
+use super::type_contents::{combiner, Made};
 use super::types::{bad_type, MAX_OBJECT_NAME};
 use super::{datatype_arg, Count};
 use crate::abi::{guard, handles as h, out};
@@ -311,10 +312,35 @@ fn f90_choice(name: &str, p: c_int, r: c_int, choices: &[(c_int, c_int, c_int)])
     })
 }
 
+/// The parameterized types of `MPI_Type_create_f90_*`, one per combiner and arguments.
+static F90_TYPES: Mutex<BTreeMap<(c_int, Vec<c_int>), c_int>> = Mutex::new(BTreeMap::new());
+
+/// The parameterized type (`combiner`, `args`): the layout of the predefined sized type
+/// `sized`, with envelope `MPI_COMBINER_F90_*` and the arguments as its contents (MPI 4.1
+/// §19.1.9: mpi4py's and MPICH's reading). Made once and returned again for the same
+/// arguments; like a predefined type, it cannot be freed ([`is_f90_type`]).
+fn f90_type(combiner: c_int, args: &[c_int], sized: c_int) -> Result<c_int> {
+    let mut made = F90_TYPES.lock();
+    let key = (combiner, args.to_vec());
+    if let Some(&t) = made.get(&key) {
+        return Ok(t);
+    }
+    let layout = layout_of(sized)?;
+    let contents =
+        Made::new(combiner, "MPI_Type_create_f90").ints(args.iter().map(|&a| i64::from(a)));
+    let t = h::add_type_with(layout, contents.0, true)
+        .ok_or_else(|| Error::new(Class::Intern, "out of datatype handles"))?;
+    made.insert(key, t);
+    Ok(t)
+}
+
+/// Whether `dt` is a parameterized type of `MPI_Type_create_f90_*` (predefined: not freed).
+pub(crate) fn is_f90_type(dt: c_int) -> bool {
+    F90_TYPES.lock().values().any(|&t| t == dt)
+}
+
 /// `MPI_Type_create_f90_integer`: the smallest Fortran sized integer type (`MPI_INTEGER1` ..
-/// `MPI_INTEGER8`) with `r` decimal digits. hcomm returns the predefined sized type itself
-/// (MPICH returns a parameterized type with combiner `MPI_COMBINER_F90_INTEGER`; size, extent
-/// and reductions are the same).
+/// `MPI_INTEGER8`) with `r` decimal digits, as a parameterized type ([`f90_type`]).
 pub unsafe fn type_create_f90_integer(r: c_int, newtype: *mut c_int) -> c_int {
     guard("MPI_Type_create_f90_integer", None, || {
         if r == UNDEFINED {
@@ -327,7 +353,11 @@ pub unsafe fn type_create_f90_integer(r: c_int, newtype: *mut c_int) -> c_int {
             (0, 18, 0x4c00_0831),
         ];
         let t = f90_choice("integer", UNDEFINED, r, &choices)?;
-        out(newtype, "newtype", t)
+        out(
+            newtype,
+            "newtype",
+            f90_type(combiner::F90_INTEGER, &[r], t)?,
+        )
     })
 }
 
@@ -341,7 +371,11 @@ pub unsafe fn type_create_f90_real(p: c_int, r: c_int, newtype: *mut c_int) -> c
             (18, 4931, 0x4c00_102b),
         ];
         let t = f90_choice("real", p, r, &choices)?;
-        out(newtype, "newtype", t)
+        out(
+            newtype,
+            "newtype",
+            f90_type(combiner::F90_REAL, &[p, r], t)?,
+        )
     })
 }
 
@@ -355,6 +389,10 @@ pub unsafe fn type_create_f90_complex(p: c_int, r: c_int, newtype: *mut c_int) -
             (18, 4931, 0x4c00_202c),
         ];
         let t = f90_choice("complex", p, r, &choices)?;
-        out(newtype, "newtype", t)
+        out(
+            newtype,
+            "newtype",
+            f90_type(combiner::F90_COMPLEX, &[p, r], t)?,
+        )
     })
 }

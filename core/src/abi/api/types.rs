@@ -221,7 +221,7 @@ pub(super) fn bad_type(dt: c_int) -> Error {
 pub unsafe fn type_free(datatype: *mut c_int) -> c_int {
     guard("MPI_Type_free", None, || {
         let dt = handle_in(datatype, "datatype")?;
-        if h::datatype(dt).is_some() {
+        if h::datatype(dt).is_some() || super::type_queries::is_f90_type(dt) {
             return Err(Error::new(
                 Class::Type,
                 format!("datatype 0x{dt:x} is predefined and cannot be freed"),
