@@ -8,7 +8,9 @@
  *   MPI_Add_error_class / _code / _string, Error_class / Error_string of the added ones,
  *   the MPI_LASTUSEDCODE attribute;
  *   MPI_BOTTOM with absolute addresses: Send/Recv of a struct type built from
- *   MPI_Get_address, and MPI_Alltoallw whose byte displacements are addresses.
+ *   MPI_Get_address, and MPI_Alltoallw whose byte displacements are addresses;
+ *   generalized requests: MPI_Grequest_start/_complete, Test before and after, the query
+ *   function's status, free_fn run by the completing call, cancel_fn told whether complete.
  * Prints one line per group from rank 0 and "FAIL ..." lines for every mismatch.
  */
 #include <mpi.h>
@@ -248,6 +250,57 @@ static void bottom(void)
         printf("local_ops: MPI_BOTTOM with absolute addresses (Sendrecv, Alltoallw)\n");
 }
 
+static int query_calls, free_calls, cancel_calls, cancel_saw_complete = -1;
+
+static int greq_query(void *extra, MPI_Status *st)
+{
+    query_calls++;
+    MPI_Status_set_elements(st, MPI_BYTE, *(int *)extra);
+    MPI_Status_set_cancelled(st, 0);
+    st->MPI_SOURCE = 7;
+    st->MPI_TAG = 11;
+    return MPI_SUCCESS;
+}
+
+static int greq_free(void *extra)
+{
+    (void)extra;
+    free_calls++;
+    return MPI_SUCCESS;
+}
+
+static int greq_cancel(void *extra, int complete)
+{
+    (void)extra;
+    cancel_calls++;
+    cancel_saw_complete = complete;
+    return MPI_SUCCESS;
+}
+
+static void generalized(void)
+{
+    int bytes = 24, flag = -1, n = -1;
+    MPI_Request r;
+    MPI_Status st;
+    MPI_Grequest_start(greq_query, greq_free, greq_cancel, &bytes, &r);
+    MPI_Test(&r, &flag, &st);
+    CHECK(flag == 0 && r != MPI_REQUEST_NULL, "Test of a started generalized request: flag %d", flag);
+    MPI_Cancel(&r);
+    CHECK(cancel_calls == 1 && cancel_saw_complete == 0, "cancel_fn: %d calls, complete=%d", cancel_calls,
+          cancel_saw_complete);
+    MPI_Grequest_complete(r);
+    CHECK(query_calls == 0 && free_calls == 0, "query/free ran before a test: %d %d", query_calls, free_calls);
+    MPI_Wait(&r, &st);
+    MPI_Get_count(&st, MPI_BYTE, &n);
+    CHECK(r == MPI_REQUEST_NULL, "Wait left the generalized request");
+    CHECK(query_calls == 1 && free_calls == 1, "query_fn %d and free_fn %d calls after Wait", query_calls,
+          free_calls);
+    CHECK(st.MPI_SOURCE == 7 && st.MPI_TAG == 11 && n == 24, "status from query_fn: %d %d %d", st.MPI_SOURCE,
+          st.MPI_TAG, n);
+    if (rank == 0)
+        printf("local_ops: generalized requests (start, cancel, complete, query, free)\n");
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -263,6 +316,7 @@ int main(int argc, char **argv)
     status_setters();
     error_codes();
     bottom();
+    generalized();
     int total = 0;
     MPI_Allreduce(&fails, &total, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     if (rank == 0)

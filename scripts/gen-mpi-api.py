@@ -483,7 +483,7 @@ def render_entries(funcs, bound):
         "use std::ffi::{c_char, c_int, c_void};",
         "",
         "#[allow(unused_imports)]",
-        "use hcomm_core::abi::api::{self, Count, Ints, RecvCounts, Status};",
+        "use hcomm_core::abi::api::{self, Count, GreqCancelFn, GreqFreeFn, GreqQueryFn, Ints, RecvCounts, Status};",
         "#[allow(unused_imports)]",
         "use hcomm_core::abi::objects::CommErrhandlerFn;",
         "#[allow(unused_imports)]",

@@ -13,7 +13,7 @@
 use std::ffi::{c_char, c_int, c_void};
 
 #[allow(unused_imports)]
-use hcomm_core::abi::api::{self, Count, Ints, RecvCounts, Status};
+use hcomm_core::abi::api::{self, Count, GreqCancelFn, GreqFreeFn, GreqQueryFn, Ints, RecvCounts, Status};
 #[allow(unused_imports)]
 use hcomm_core::abi::objects::CommErrhandlerFn;
 #[allow(unused_imports)]
@@ -496,6 +496,11 @@ entry!(MPI_Graphdims_get / PMPI_Graphdims_get(comm: c_int, nnodes: *mut c_int, n
     if nnodes.is_null() { return api::checks::null("MPI_Graphdims_get", Some(comm), "nnodes"); }
     if nedges.is_null() { return api::checks::null("MPI_Graphdims_get", Some(comm), "nedges"); }
     api::graphdims_get(comm, nnodes, nedges)
+});
+entry!(MPI_Grequest_complete / PMPI_Grequest_complete(request: c_int) => api::grequest_complete(request));
+entry!(MPI_Grequest_start / PMPI_Grequest_start(query_fn: Option<GreqQueryFn>, free_fn: Option<GreqFreeFn>, cancel_fn: Option<GreqCancelFn>, extra_state: *mut c_void, request: *mut c_int) => {
+    if request.is_null() { return api::checks::null("MPI_Grequest_start", None, "request"); }
+    api::grequest_start(query_fn, free_fn, cancel_fn, extra_state, request)
 });
 entry!(MPI_Group_compare / PMPI_Group_compare(group1: c_int, group2: c_int, result: *mut c_int) => {
     if result.is_null() { return api::checks::null("MPI_Group_compare", None, "result"); }

@@ -115,8 +115,6 @@ hcomm_core::export_unsupported_mpi_functions! {
     fn MPI_Get_accumulate / PMPI_Get_accumulate(origin_addr: *mut c_void, origin_count: c_int, origin_datatype: c_int, result_addr: *mut c_void, result_count: c_int, result_datatype: c_int, target_rank: c_int, target_disp: i64, target_count: c_int, target_datatype: c_int, op: c_int, win: c_int) => On::Win;
     fn MPI_Get_accumulate_c / PMPI_Get_accumulate_c(origin_addr: *mut c_void, origin_count: i64, origin_datatype: c_int, result_addr: *mut c_void, result_count: i64, result_datatype: c_int, target_rank: c_int, target_disp: i64, target_count: i64, target_datatype: c_int, op: c_int, win: c_int) => On::Win;
     fn MPI_Get_c / PMPI_Get_c(origin_addr: *mut c_void, origin_count: i64, origin_datatype: c_int, target_rank: c_int, target_disp: i64, target_count: i64, target_datatype: c_int, win: c_int) => On::Win;
-    fn MPI_Grequest_complete / PMPI_Grequest_complete(request: c_int) => On::Process;
-    fn MPI_Grequest_start / PMPI_Grequest_start(query_fn: *mut c_void, free_fn: *mut c_void, cancel_fn: *mut c_void, extra_state: *mut c_void, request: *mut c_void) => On::Process;
     fn MPI_Lookup_name / PMPI_Lookup_name(service_name: *mut c_void, info: c_int, port_name: *mut c_void) => On::Process;
     fn MPI_Open_port / PMPI_Open_port(info: c_int, port_name: *mut c_void) => On::Process;
     fn MPI_Parrived / PMPI_Parrived(request: c_int, partition: c_int, flag: *mut c_void) => On::Process;

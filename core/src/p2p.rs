@@ -760,18 +760,20 @@ impl Op for IrecvOp {
         })
     }
 
-    fn cancel(&mut self) -> Option<Completion> {
+    fn cancel(&mut self) -> Result<Option<Completion>> {
         let mut posted = POSTED.lock();
-        let at = posted.iter().position(|q| Arc::ptr_eq(q, &self.p))?;
+        let Some(at) = posted.iter().position(|q| Arc::ptr_eq(q, &self.p)) else {
+            return Ok(None);
+        };
         if !self.p.state.lock().unclaimed() {
-            return None;
+            return Ok(None);
         }
         posted.remove(at);
         N_POSTED.store(posted.len(), Ordering::SeqCst);
-        Some(Completion {
+        Ok(Some(Completion {
             cancelled: true,
             ..Completion::empty()
-        })
+        }))
     }
 }
 

@@ -103,13 +103,16 @@ fn progress_loop() {
     loop {
         let list = {
             let mut g = ACTIVE.lock();
-            g.retain(|r| !r.is_done());
-            while g.is_empty() {
+            loop {
+                g.retain(|r| !r.is_done());
+                // Generalized requests complete in the program's own calls only.
+                let mine: Vec<_> = g.iter().filter(|r| !r.is_caller_only()).cloned().collect();
+                if !mine.is_empty() {
+                    break mine;
+                }
                 idle_since = None;
                 NOT_EMPTY.wait(&mut g);
-                g.retain(|r| !r.is_done());
             }
-            g.clone()
         };
         let ep = list[0].endpoint().clone();
         // As in `engine::drive`: owed acknowledgements of synchronous messages go out.

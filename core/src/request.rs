@@ -76,9 +76,10 @@ pub trait Op: Wait + Send {
     fn failed(&mut self, e: Error) -> Error {
         e
     }
-    /// `MPI_Cancel`: `Some` when the operation will not happen and completes as cancelled.
-    fn cancel(&mut self) -> Option<Completion> {
-        None
+    /// `MPI_Cancel`: `Some` when the operation will not happen and completes as cancelled;
+    /// an error is `MPI_Cancel`'s (a generalized request's `cancel_fn` failed).
+    fn cancel(&mut self) -> Result<Option<Completion>> {
+        Ok(None)
     }
 }
 
@@ -165,6 +166,10 @@ pub struct Request {
     starter: Option<Mutex<Starter>>,
     /// A persistent request between a completion and the next start.
     inactive: AtomicBool,
+    /// Stepped only by the program's own calls (`MPI_Wait*`, `MPI_Test*`), never by the
+    /// progress thread: a generalized request, whose completion runs the program's
+    /// functions, which must run in the call that completes it.
+    caller_only: bool,
 }
 
 struct State {
@@ -198,6 +203,7 @@ impl Request {
             profile: Mutex::new(None),
             starter: None,
             inactive: AtomicBool::new(false),
+            caller_only: false,
         }
     }
 
@@ -267,6 +273,16 @@ impl Request {
     }
 
     /// With the profile record of a nonblocking collective (see [`crate::stats::profile`]).
+    /// Marks the request as stepped by the program's calls only (see the field).
+    pub fn caller_only(mut self) -> Request {
+        self.caller_only = true;
+        self
+    }
+
+    pub fn is_caller_only(&self) -> bool {
+        self.caller_only
+    }
+
     pub fn profiled(self, p: Option<crate::stats::profile::Pending>) -> Request {
         *self.profile.lock() = p;
         self
@@ -294,6 +310,7 @@ impl Request {
             profile: Mutex::new(None),
             starter: None,
             inactive: AtomicBool::new(false),
+            caller_only: false,
         }
     }
 
@@ -370,12 +387,16 @@ impl Request {
     }
 
     /// `MPI_Cancel`: an operation that can still be cancelled completes as cancelled.
-    pub fn cancel(&self) {
+    pub fn cancel(&self) -> Result<()> {
         let mut g = self.state.lock();
         let st = &mut *g;
-        if let Some(c) = st.op.as_mut().and_then(|op| op.cancel()) {
+        let Some(op) = st.op.as_mut() else {
+            return Ok(());
+        };
+        if let Some(c) = op.cancel()? {
             self.finish(st, Ok(c));
         }
+        Ok(())
     }
 
     fn finish(&self, st: &mut State, outcome: Result<Completion>) {

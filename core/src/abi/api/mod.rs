@@ -29,6 +29,7 @@ mod data_movement;
 mod env;
 mod error_codes;
 mod graph;
+mod grequest;
 mod groups;
 pub mod info;
 mod intercomm;
@@ -63,6 +64,7 @@ pub use data_movement::*;
 pub use env::*;
 pub use error_codes::*;
 pub use graph::*;
+pub use grequest::*;
 #[allow(unused_imports)]
 pub use groups::*;
 pub use intercomm::*;

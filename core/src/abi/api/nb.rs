@@ -785,8 +785,7 @@ pub unsafe fn cancel(req: *mut c_int) -> c_int {
         }
         // A receive that has not matched a message completes as cancelled; anything else
         // completes normally (MPI allows a cancel to fail).
-        r.cancel();
-        Ok(())
+        r.cancel().map_err(|e| Failed(Some(r.comm), e))
     })
 }
 
