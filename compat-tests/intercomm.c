@@ -2,7 +2,9 @@
  * and the odd world ranks, MPI_Comm_test_inter, sizes, the local and remote groups,
  * point-to-point across (MPI_ANY_SOURCE included), MPI_Barrier, MPI_Comm_dup of an
  * intercommunicator, MPI_Intercomm_merge with both orders of `high` and with equal `high`,
- * collectives on the merged communicators, MPI_Intercomm_create_from_groups (MPI 4), and
+ * collectives on the merged communicators, MPI_Intercomm_create_from_groups (MPI 4),
+ * MPI_Comm_split of the intercommunicator (members, order, remote group, point-to-point,
+ * MPI_Comm_compare with its dup; MPI_COMM_NULL where the other side lacks the color), and
  * (hcomm's header only) MPI_Comm_remote_size on an
  * intracommunicator (MPI_ERR_COMM). Rank 0 prints only implementation-independent lines. */
 #include <mpi.h>
@@ -223,6 +225,60 @@ int main(int argc, char **argv) {
         free(od);
     }
 #endif
+
+    /* MPI_Comm_split of the intercommunicator: color = local rank parity, key reversing the
+     * order; each new intercommunicator joins one parity of both sides. */
+    {
+        int par = lrank % 2, nmine = (lsize - par + 1) / 2, ntheirs = (rs - par + 1) / 2;
+        MPI_Comm sp;
+        MPI_Comm_split(inter, par, -lrank, &sp);
+        if (ntheirs == 0) {
+            CHECK(sp == MPI_COMM_NULL, "split: no remote process of parity %d, yet a communicator", par);
+        } else {
+            int sr = -1, ss = -1, srs = -1;
+            MPI_Comm_rank(sp, &sr);
+            MPI_Comm_size(sp, &ss);
+            MPI_Comm_remote_size(sp, &srs);
+            /* Local ranks par, par + 2, ... in reverse order. */
+            CHECK(ss == nmine && srs == ntheirs && sr == nmine - 1 - lrank / 2,
+                  "split: rank %d size %d remote size %d (want %d %d %d)", sr, ss, srs, nmine - 1 - lrank / 2,
+                  nmine, ntheirs);
+            MPI_Group srg;
+            MPI_Comm_remote_group(sp, &srg);
+            for (int i = 0; i < srs; i++) {
+                int w, other_lrank = par + 2 * (ntheirs - 1 - i);
+                MPI_Group_translate_ranks(srg, 1, &i, wg, &w);
+                CHECK(w == 2 * other_lrank + (1 - color), "split: remote rank %d is world rank %d", i, w);
+            }
+            MPI_Group_free(&srg);
+            /* Point-to-point across: every process sends its world rank to remote rank 0. */
+            int got = -1;
+            MPI_Request sq;
+            MPI_Isend(&wrank, 1, MPI_INT, 0, 3, sp, &sq);
+            if (sr == 0) {
+                int sum = 0, want = 0;
+                for (int i = 0; i < srs; i++) {
+                    MPI_Recv(&got, 1, MPI_INT, MPI_ANY_SOURCE, 3, sp, MPI_STATUS_IGNORE);
+                    sum += got;
+                    want += 2 * (par + 2 * i) + (1 - color);
+                }
+                CHECK(sum == want, "split: sum of the remote world ranks %d, want %d", sum, want);
+            }
+            MPI_Wait(&sq, MPI_STATUS_IGNORE);
+            MPI_Barrier(sp);
+            MPI_Comm d;
+            int cmp = -1;
+            MPI_Comm_dup(sp, &d);
+            MPI_Comm_compare(sp, d, &cmp);
+            CHECK(cmp == MPI_CONGRUENT, "compare(split intercomm, its dup) = %d", cmp);
+            MPI_Comm_compare(sp, inter, &cmp);
+            CHECK((ss == lsize && srs == rs) || cmp == MPI_UNEQUAL, "compare(split, parent) = %d", cmp);
+            MPI_Comm_free(&d);
+            MPI_Comm_free(&sp);
+        }
+        MPI_Comm_split(inter, MPI_UNDEFINED, 0, &sp);
+        CHECK(sp == MPI_COMM_NULL, "split(MPI_UNDEFINED) gave a communicator");
+    }
 
 #ifdef HCOMM_MPI_H
     /* Errors: an intracommunicator has no remote group (hcomm's header only: MPICH 4.0.2

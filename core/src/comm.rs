@@ -93,7 +93,7 @@ fn default_name(id: u64) -> &'static str {
 }
 
 /// A 64-bit hash of bytes (FNV-1a, then a splitmix64 step to spread it).
-fn hash_bytes(b: &[u8]) -> u64 {
+pub(crate) fn hash_bytes(b: &[u8]) -> u64 {
     let h = b.iter().fold(0xcbf2_9ce4_8422_2325_u64, |h, &x| {
         (h ^ x as u64).wrapping_mul(0x0000_0100_0000_01b3)
     });

@@ -16,7 +16,7 @@
 //!
 //! The blocking collectives are in [`coll`]. What is not implemented on intercommunicators
 //! (the nonblocking and persistent collectives, `MPI_Alltoallw`, communicator creation other
-//! than dup and merge) is refused by the api layer with `MPI_ERR_COMM`, naming the call.
+//! than dup, merge and split) is refused by the api layer with `MPI_ERR_COMM`, naming the call.
 
 pub mod coll;
 
@@ -245,4 +245,91 @@ pub fn barrier(inter: &Inter) -> Result<()> {
     crate::coll::barrier(&inter.local_comm)?;
     leaders_swap(inter, 0)?;
     Ok(())
+}
+
+/// One process's part in a split: color (`None`: `MPI_UNDEFINED`) and key, 16 bytes.
+fn split_entry(color: Option<u64>, key: i32) -> [u8; 16] {
+    let mut e = [0u8; 16];
+    e[..8].copy_from_slice(&color.unwrap_or(0).to_le_bytes());
+    e[8..12].copy_from_slice(&key.to_le_bytes());
+    e[12..].copy_from_slice(&u32::from(color.is_some()).to_le_bytes());
+    e
+}
+
+/// The world ranks of `group` whose entry in `table` has `color`, ordered by key, ties by
+/// rank in the group.
+fn members_of(table: &[u8], group: &[usize], color: u64) -> Vec<usize> {
+    let mut m: Vec<(i32, usize)> = table
+        .chunks_exact(16)
+        .enumerate()
+        .filter_map(|(r, b)| {
+            let c = u64::from_le_bytes(b[..8].try_into().expect("8 bytes"));
+            let k = i32::from_le_bytes(b[8..12].try_into().expect("4 bytes"));
+            let has = u32::from_le_bytes(b[12..].try_into().expect("4 bytes")) != 0;
+            (has && c == color).then_some((k, r))
+        })
+        .collect();
+    m.sort_unstable();
+    m.into_iter().map(|(_, r)| group[r]).collect()
+}
+
+/// `MPI_Comm_split` (and `_split_type`) of an intercommunicator, collective over both groups:
+/// each side gathers its (color, key) pairs, the leaders swap the tables, and a process gets
+/// an intercommunicator between the processes of its color on its side and those of the same
+/// color on the other — `None` when its color is `MPI_UNDEFINED` or the other side has none
+/// of it (MPI 4.1 §7.4.2). Both sides derive the same id from the parent's (creation calls
+/// on an intercommunicator run in the same order on both sides) and the color.
+pub fn split(c: &Comm, inter: &Inter, color: Option<u64>, key: i32) -> Result<Option<Comm>> {
+    let lc = &inter.local_comm;
+    let mut local = vec![0u8; 16 * lc.size()];
+    crate::coll::allgather_internal(lc, &split_entry(color, key), &mut local)?;
+    let mut remote = vec![0u8; 16 * c.world.len()];
+    if lc.rank == 0 {
+        p2p::sendrecv(
+            &inter.bridge,
+            Some((0, BRIDGE_TAG, &outgoing(&local))),
+            Some((Source::Rank(0), Some(BRIDGE_TAG), &incoming(&mut remote))),
+        )?;
+    }
+    bcast_bytes(lc, &mut remote, 0)?;
+    // Every process derives the child id, so the parent's counters stay in step.
+    let base = c.next_child_id(0x5b11_7000);
+    let Some(color) = color else {
+        return Ok(None);
+    };
+    let mine = members_of(&local, &inter.local, color);
+    let theirs = members_of(&remote, &c.world, color);
+    if theirs.is_empty() {
+        return Ok(None);
+    }
+    let me = inter.local[lc.rank];
+    let rank = mine
+        .iter()
+        .position(|&w| w == me)
+        .expect("this process has its own color");
+    let first = mine.iter().min() < theirs.iter().min();
+    let id = mix(base ^ mix(color));
+    let errh = c.errhandler.load(std::sync::atomic::Ordering::Relaxed);
+    let local_comm = Comm::new(
+        mix(id ^ if first { 0x0005_1dea } else { 0x0005_1deb }),
+        rank,
+        mine.clone(),
+        c.ep.clone(),
+        errh,
+    );
+    let bridge = Comm::new(
+        mix(id ^ 0x00b4_1d9e),
+        rank,
+        theirs.clone(),
+        c.ep.clone(),
+        errh,
+    );
+    let n = Comm::new(id, rank, theirs, c.ep.clone(), errh);
+    n.set_inter(Inter {
+        local: mine,
+        local_comm,
+        bridge,
+        first,
+    });
+    Ok(Some(n))
 }

@@ -39,7 +39,7 @@ pub unsafe fn comm_dup(comm: c_int, newcomm: *mut c_int) -> c_int {
 pub unsafe fn comm_split(comm: c_int, color: c_int, key: c_int, newcomm: *mut c_int) -> c_int {
     guard("MPI_Comm_split", Some(comm), || {
         let rt = runtime::get()?;
-        let c = comm_of(rt, comm)?;
+        let c = any_comm_of(rt, comm)?;
         if newcomm.is_null() {
             return Err(Error::new(Class::Arg, "newcomm is NULL"));
         }
@@ -49,7 +49,14 @@ pub unsafe fn comm_split(comm: c_int, color: c_int, key: c_int, newcomm: *mut c_
                 format!("color {color} is negative and not MPI_UNDEFINED"),
             ));
         }
-        let handle = match c.split(if color == h::UNDEFINED { -1 } else { color }, key)? {
+        let split = match c.inter() {
+            Some(inter) => {
+                let color = (color != h::UNDEFINED).then_some(color as u32 as u64);
+                crate::intercomm::split(&c, inter, color, key)?
+            }
+            None => c.split(if color == h::UNDEFINED { -1 } else { color }, key)?,
+        };
+        let handle = match split {
             Some(child) => rt.add_comm(child)?,
             None => h::COMM_NULL,
         };
@@ -104,20 +111,31 @@ pub unsafe fn comm_disconnect(comm: *mut c_int) -> c_int {
 pub unsafe fn comm_compare(c1: c_int, c2: c_int, result: *mut c_int) -> c_int {
     guard("MPI_Comm_compare", Some(c1), || {
         let rt = runtime::get()?;
-        let (a, b) = (comm_of(rt, c1)?, comm_of(rt, c2)?);
+        let (a, b) = (any_comm_of(rt, c1)?, any_comm_of(rt, c2)?);
+        // An intercommunicator's groups: local and remote (`world` is the remote one); both
+        // must match for two intercommunicators to be congruent or similar (MPI 4.1 §7.4.1).
+        let groups = |c: &Comm| match c.inter() {
+            Some(i) => vec![i.local.clone(), c.world.clone()],
+            None => vec![c.world.clone()],
+        };
+        let (ga, gb) = (groups(&a), groups(&b));
+        let sorted = |g: &[Vec<usize>]| {
+            g.iter()
+                .map(|v| {
+                    let mut v = v.clone();
+                    v.sort_unstable();
+                    v
+                })
+                .collect::<Vec<_>>()
+        };
         let r = if c1 == c2 {
             h::IDENT
-        } else if a.world == b.world {
+        } else if ga == gb {
             h::CONGRUENT
+        } else if ga.len() == gb.len() && sorted(&ga) == sorted(&gb) {
+            h::SIMILAR
         } else {
-            let (mut x, mut y) = (a.world.clone(), b.world.clone());
-            x.sort_unstable();
-            y.sort_unstable();
-            if x == y {
-                h::SIMILAR
-            } else {
-                h::UNEQUAL
-            }
+            h::UNEQUAL
         };
         out(result, "result", r)
     })

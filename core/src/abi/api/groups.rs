@@ -56,9 +56,28 @@ pub unsafe fn comm_split_type(
 ) -> c_int {
     guard("MPI_Comm_split_type", Some(comm), || {
         let rt = runtime::get()?;
-        let c = comm_of(rt, comm)?;
+        let c = any_comm_of(rt, comm)?;
         non_null(newcomm, "newcomm")?;
         super::info::info_arg(info)?;
+        if let Some(inter) = c.inter() {
+            // On an intercommunicator: the processes of this host on both sides (MPI 4.1
+            // §7.4.2), the hardware-guided kinds having no meaning across two groups.
+            let color = match split_type {
+                h::COMM_TYPE_SHARED => Some(crate::comm::hash_bytes(rt.host.as_bytes())),
+                h::UNDEFINED => None,
+                _ => {
+                    return Err(Error::new(
+                        Class::Arg,
+                        format!("split_type {split_type} on an intercommunicator: only MPI_COMM_TYPE_SHARED or MPI_UNDEFINED"),
+                    ))
+                }
+            };
+            let handle = match crate::intercomm::split(&c, inter, color, key)? {
+                Some(child) => rt.add_comm(child)?,
+                None => h::COMM_NULL,
+            };
+            return out(newcomm, "newcomm", handle);
+        }
         let host = match split_type {
             h::COMM_TYPE_SHARED => Some(rt.host.as_str()),
             // The one hardware resource hcomm knows is the host's shared memory (MPI-4

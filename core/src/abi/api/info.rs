@@ -7,7 +7,7 @@ use std::ffi::{c_char, c_int, CStr};
 
 use parking_lot::Mutex;
 
-use super::comm_of;
+use super::any_comm_of;
 use crate::abi::{guard, out};
 use crate::error::{Class, Error, Result};
 use crate::runtime;
@@ -287,7 +287,7 @@ pub unsafe fn info_get_nthkey(info: c_int, n: c_int, key: *mut c_char) -> c_int 
 /// `MPI_Comm_set_info`: the hints are checked and ignored (hcomm reads none).
 pub unsafe fn comm_set_info(comm: c_int, info: c_int) -> c_int {
     guard("MPI_Comm_set_info", Some(comm), || {
-        comm_of(runtime::get()?, comm)?;
+        any_comm_of(runtime::get()?, comm)?;
         info_arg(info)
     })
 }
@@ -295,7 +295,7 @@ pub unsafe fn comm_set_info(comm: c_int, info: c_int) -> c_int {
 /// `MPI_Comm_get_info`: a new, empty info (no hint is in use).
 pub unsafe fn comm_get_info(comm: c_int, info_used: *mut c_int) -> c_int {
     guard("MPI_Comm_get_info", Some(comm), || {
-        comm_of(runtime::get()?, comm)?;
+        any_comm_of(runtime::get()?, comm)?;
         let h = with(|t| new_info(t, Vec::new()));
         out(info_used, "info_used", h)
     })
