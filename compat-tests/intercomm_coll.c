@@ -277,6 +277,33 @@ static void test_allgather_alltoall(MPI_Comm inter) {
                       "alltoallv from %d [%d] = %d", j, k, recv[rd[j] + k]);
             CHECK(recv[rd[j] + rc[j]] == -1, "alltoallv wrote into the gap after %d", j);
         }
+        /* The same exchange as Alltoallw: byte displacements, one datatype per remote
+         * process (MPI_INT blocks sent, received as contiguous types of that many ints). */
+        int *sdb = malloc(sizeof(int) * rsize), *rdb = malloc(sizeof(int) * rsize), *one = malloc(sizeof(int) * rsize);
+        MPI_Datatype *sts = malloc(sizeof(MPI_Datatype) * rsize), *rts = malloc(sizeof(MPI_Datatype) * rsize);
+        for (int j = 0; j < rsize; j++) {
+            sdb[j] = sd[j] * (int)sizeof(int);
+            rdb[j] = rd[j] * (int)sizeof(int);
+            sts[j] = MPI_INT;
+            one[j] = 1;
+            MPI_Type_contiguous(rc[j], MPI_INT, &rts[j]);
+            MPI_Type_commit(&rts[j]);
+        }
+        for (int k = 0; k <= rt; k++)
+            recv[k] = -1;
+        MPI_Alltoallw(send, sc, sdb, sts, recv, one, rdb, rts, inter);
+        for (int j = 0; j < rsize; j++) {
+            for (int k = 0; k < rc[j]; k++)
+                CHECK(recv[rd[j] + k] == remote_w(j) * 100 + lrank * 10 + k,
+                      "alltoallw from %d [%d] = %d", j, k, recv[rd[j] + k]);
+            CHECK(recv[rd[j] + rc[j]] == -1, "alltoallw wrote into the gap after %d", j);
+            MPI_Type_free(&rts[j]);
+        }
+        free(sdb);
+        free(rdb);
+        free(one);
+        free(sts);
+        free(rts);
         free(sc);
         free(sd);
         free(rc);

@@ -15,8 +15,8 @@
 //! in an order both sides agree on.
 //!
 //! The blocking collectives are in [`coll`]. What is not implemented on intercommunicators
-//! (the nonblocking and persistent collectives, `MPI_Alltoallw`, communicator creation other
-//! than dup, merge and split) is refused by the api layer with `MPI_ERR_COMM`, naming the call.
+//! (the nonblocking and persistent collectives, communicator creation other than dup, merge
+//! and split) is refused by the api layer with `MPI_ERR_COMM`, naming the call.
 
 pub mod coll;
 

@@ -606,8 +606,15 @@ pub unsafe fn alltoallw(
 ) -> c_int {
     guard(name, Some(comm), || {
         crate::cuda::refuse_device(name, &[send, recv as *const c_void])?;
-        let c = comm_of(runtime::get()?, comm)?;
-        // SAFETY: MPI requires every array to hold one element per rank.
+        let c = any_comm_of(runtime::get()?, comm)?;
+        if c.inter().is_some() && is_in_place(send) {
+            return Err(Error::new(
+                Class::Buffer,
+                "sendbuf may not be MPI_IN_PLACE on an intercommunicator",
+            ));
+        }
+        // SAFETY: MPI requires every array to hold one element per rank (per remote process
+        // on an intercommunicator).
         let (rp, sp) = unsafe {
             super::plan::alltoallw_parts(
                 send, scounts, sdispls, stypes, recv, rcounts, rdispls, rtypes, &c,
@@ -621,7 +628,10 @@ pub unsafe fn alltoallw(
             .flat_map(|b| read_only(b.spans()))
             .collect();
         let recvs: Vec<_> = rb.iter().flat_map(|b| b.spans().iter().copied()).collect();
-        coll::alltoallv(&c, &sends, &recvs, sig(Kind::Alltoallw, 0, BYTE, 0, -1))?;
+        match c.inter() {
+            Some(inter) => crate::intercomm::coll::alltoallv(inter, &sends, &recvs)?,
+            None => coll::alltoallv(&c, &sends, &recvs, sig(Kind::Alltoallw, 0, BYTE, 0, -1))?,
+        }
         for b in &rb {
             // SAFETY: MPI: recvbuf holds every rank's block, to write.
             unsafe { b.store_all_but(None) };

@@ -584,7 +584,10 @@ pub(crate) unsafe fn alltoallw_parts(
     rtypes: *const c_int,
     c: &Comm,
 ) -> Result<(Parts, Option<(*const c_void, Parts)>)> {
+    // On an intercommunicator the arrays are per remote process (`size()` counts those) and
+    // no block goes to this process itself.
     let (n, r) = (c.size(), c.rank);
+    let intra = c.inter().is_none();
     let rnames = ["recvbuf", "recvcounts", "rdispls", "recvtypes"];
     // SAFETY: forwarded contract.
     let rp = unsafe { w_parts(recv, rcounts, rdispls, rtypes, n, rnames) }?;
@@ -597,11 +600,13 @@ pub(crate) unsafe fn alltoallw_parts(
     let (Parts::PerRank(_, sl), Parts::PerRank(_, rl)) = (&sp, &rp) else {
         unreachable!("w_parts lays out per rank")
     };
-    super::blocks::matching(
-        &sl.typed[r],
-        &rl.typed[r],
-        "recvcounts[rank]×recvtypes[rank]",
-    )?;
+    if intra {
+        super::blocks::matching(
+            &sl.typed[r],
+            &rl.typed[r],
+            "recvcounts[rank]×recvtypes[rank]",
+        )?;
+    }
     if !send.is_null() {
         // Both MPI_BOTTOM: the types' addresses say where the data is, not the pointers.
         no_alias(send, recv, sl.bytes().max(rl.bytes()))?;
