@@ -216,6 +216,26 @@ int main(void)
     MPI_Group_free(&par);
     MPI_Group_free(&sg);
     MPI_Group_free(&wg);
+#ifdef HCOMM_MPI_H
+    /* MPI 4.1's session buffers (MPICH 4.0.2 and Open MPI 4.1 predate them): attach, flush
+     * (blocking and not), detach gives the buffer back; a second attach is an error. */
+    {
+        static char sbuf[1 << 12];
+        void *back = NULL;
+        int bsize = -1;
+        MPI_Request fr;
+        rc = MPI_Session_attach_buffer(s, sbuf, (int)sizeof sbuf);
+        CHECK(rc == MPI_SUCCESS, "Session_attach_buffer returned %d", rc);
+        rc = MPI_Session_attach_buffer(s, sbuf, (int)sizeof sbuf);
+        CHECK(rc != MPI_SUCCESS, "a second Session_attach_buffer succeeded");
+        CHECK(MPI_Session_flush_buffer(s) == MPI_SUCCESS, "Session_flush_buffer failed");
+        CHECK(MPI_Session_iflush_buffer(s, &fr) == MPI_SUCCESS, "Session_iflush_buffer failed");
+        MPI_Wait(&fr, MPI_STATUS_IGNORE);
+        rc = MPI_Session_detach_buffer(s, &back, &bsize);
+        CHECK(rc == MPI_SUCCESS && back == (void *)sbuf && bsize == (int)sizeof sbuf,
+              "Session_detach_buffer: rc %d, %p (want %p), %d bytes", rc, back, (void *)sbuf, bsize);
+    }
+#endif
     rc = MPI_Session_finalize(&s);
     CHECK(rc == MPI_SUCCESS && s == MPI_SESSION_NULL, "Session_finalize returned %d, handle null: %d", rc,
           s == MPI_SESSION_NULL);

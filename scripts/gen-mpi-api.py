@@ -585,6 +585,12 @@ def render_coverage(funcs, implemented, missing):
         "standard's default file error handler does), with a message naming the function.",
         "Handle conversions of integer handles (`MPI_Comm_c2f`, ...) are macros, as in MPICH.",
         "",
+        "Implemented with a limit: a buffer attached to a session (`MPI_Session_attach_buffer`) is",
+        "kept, flushed and detached, but hcomm does not record which session a communicator was",
+        "made from, so buffered sends on that session's communicators use the communicator's",
+        "buffer or the process's (`MPI_Buffer_attach`), and fail with `MPI_ERR_BUFFER` when",
+        "neither is attached.",
+        "",
         "## Implemented",
         "",
     ]

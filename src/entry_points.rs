@@ -1222,14 +1222,18 @@ entry!(MPI_Sendrecv_replace_c / PMPI_Sendrecv_replace_c(buf: *mut c_void, count:
     if count < 0 { return api::checks::negative_count("MPI_Sendrecv_replace_c", Some(comm), "count", count); }
     api::sendrecv_replace("MPI_Sendrecv_replace_c", buf, count, datatype, dest, sendtag, source, recvtag, comm, status)
 });
+entry!(MPI_Session_attach_buffer / PMPI_Session_attach_buffer(session: c_int, buffer: *mut c_void, size: c_int) => api::session_attach_buffer("MPI_Session_attach_buffer", session, buffer, Count::from(size)));
+entry!(MPI_Session_attach_buffer_c / PMPI_Session_attach_buffer_c(session: c_int, buffer: *mut c_void, size: i64) => api::session_attach_buffer("MPI_Session_attach_buffer_c", session, buffer, size));
 entry!(MPI_Session_call_errhandler / PMPI_Session_call_errhandler(session: c_int, errorcode: c_int) => api::session_call_errhandler("MPI_Session_call_errhandler", session, errorcode));
 entry!(MPI_Session_create_errhandler / PMPI_Session_create_errhandler(session_errhandler_fn: Option<CommErrhandlerFn>, errhandler: *mut c_int) => api::session_create_errhandler("MPI_Session_create_errhandler", session_errhandler_fn, errhandler));
 entry!(MPI_Session_finalize / PMPI_Session_finalize(session: *mut c_int) => api::session_finalize("MPI_Session_finalize", session));
+entry!(MPI_Session_flush_buffer / PMPI_Session_flush_buffer(session: c_int) => api::session_flush_buffer("MPI_Session_flush_buffer", session));
 entry!(MPI_Session_get_errhandler / PMPI_Session_get_errhandler(session: c_int, errhandler: *mut c_int) => api::session_get_errhandler("MPI_Session_get_errhandler", session, errhandler));
 entry!(MPI_Session_get_info / PMPI_Session_get_info(session: c_int, info_used: *mut c_int) => api::session_get_info("MPI_Session_get_info", session, info_used));
 entry!(MPI_Session_get_nth_pset / PMPI_Session_get_nth_pset(session: c_int, info: c_int, n: c_int, pset_len: *mut c_int, pset_name: *mut c_char) => api::session_get_nth_pset("MPI_Session_get_nth_pset", session, info, n, pset_len, pset_name));
 entry!(MPI_Session_get_num_psets / PMPI_Session_get_num_psets(session: c_int, info: c_int, npset_names: *mut c_int) => api::session_get_num_psets("MPI_Session_get_num_psets", session, info, npset_names));
 entry!(MPI_Session_get_pset_info / PMPI_Session_get_pset_info(session: c_int, pset_name: *const c_char, info: *mut c_int) => api::session_get_pset_info("MPI_Session_get_pset_info", session, pset_name, info));
+entry!(MPI_Session_iflush_buffer / PMPI_Session_iflush_buffer(session: c_int, request: *mut c_int) => api::session_iflush_buffer("MPI_Session_iflush_buffer", session, request));
 entry!(MPI_Session_init / PMPI_Session_init(info: c_int, errhandler: c_int, session: *mut c_int) => api::session_init("MPI_Session_init", info, errhandler, session));
 entry!(MPI_Session_set_errhandler / PMPI_Session_set_errhandler(session: c_int, errhandler: c_int) => api::session_set_errhandler("MPI_Session_set_errhandler", session, errhandler));
 entry!(MPI_Ssend / PMPI_Ssend(buf: *const c_void, count: c_int, datatype: c_int, dest: c_int, tag: c_int, comm: c_int) => {

@@ -71,6 +71,31 @@ unsafe fn comm_detach_buffer_c(comm: Comm, buffer_addr: *mut c_void, size: *mut 
     )
 }
 
+unsafe fn session_detach_buffer(
+    session: c_int,
+    buffer_addr: *mut c_void,
+    size: *mut c_int,
+) -> c_int {
+    api::session_detach_buffer(
+        "MPI_Session_detach_buffer",
+        session,
+        buffer_addr,
+        CountOut::Int(size),
+    )
+}
+unsafe fn session_detach_buffer_c(
+    session: c_int,
+    buffer_addr: *mut c_void,
+    size: *mut Count,
+) -> c_int {
+    api::session_detach_buffer(
+        "MPI_Session_detach_buffer_c",
+        session,
+        buffer_addr,
+        CountOut::Long(size),
+    )
+}
+
 export_mpi_functions! {
     fn MPI_Rsend / PMPI_Rsend(buf: *const c_void, count: c_int, datatype: Datatype, dest: c_int, tag: c_int, comm: Comm) -> c_int => rsend;
     fn MPI_Rsend_c / PMPI_Rsend_c(buf: *const c_void, count: Count, datatype: Datatype, dest: c_int, tag: c_int, comm: Comm) -> c_int => rsend_c;
@@ -80,4 +105,6 @@ export_mpi_functions! {
     fn MPI_Buffer_detach_c / PMPI_Buffer_detach_c(buffer_addr: *mut c_void, size: *mut Count) -> c_int => buffer_detach_c;
     fn MPI_Comm_detach_buffer / PMPI_Comm_detach_buffer(comm: Comm, buffer_addr: *mut c_void, size: *mut c_int) -> c_int => comm_detach_buffer;
     fn MPI_Comm_detach_buffer_c / PMPI_Comm_detach_buffer_c(comm: Comm, buffer_addr: *mut c_void, size: *mut Count) -> c_int => comm_detach_buffer_c;
+    fn MPI_Session_detach_buffer / PMPI_Session_detach_buffer(session: c_int, buffer_addr: *mut c_void, size: *mut c_int) -> c_int => session_detach_buffer;
+    fn MPI_Session_detach_buffer_c / PMPI_Session_detach_buffer_c(session: c_int, buffer_addr: *mut c_void, size: *mut Count) -> c_int => session_detach_buffer_c;
 }

@@ -136,12 +136,6 @@ hcomm_core::export_unsupported_mpi_functions! {
     fn MPI_Rget_c / PMPI_Rget_c(origin_addr: *mut c_void, origin_count: i64, origin_datatype: c_int, target_rank: c_int, target_disp: i64, target_count: i64, target_datatype: c_int, win: c_int, request: *mut c_void) => On::Win;
     fn MPI_Rput / PMPI_Rput(origin_addr: *mut c_void, origin_count: c_int, origin_datatype: c_int, target_rank: c_int, target_disp: i64, target_count: c_int, target_datatype: c_int, win: c_int, request: *mut c_void) => On::Win;
     fn MPI_Rput_c / PMPI_Rput_c(origin_addr: *mut c_void, origin_count: i64, origin_datatype: c_int, target_rank: c_int, target_disp: i64, target_count: i64, target_datatype: c_int, win: c_int, request: *mut c_void) => On::Win;
-    fn MPI_Session_attach_buffer / PMPI_Session_attach_buffer(session: c_int, buffer: *mut c_void, size: c_int) => On::Session;
-    fn MPI_Session_attach_buffer_c / PMPI_Session_attach_buffer_c(session: c_int, buffer: *mut c_void, size: i64) => On::Session;
-    fn MPI_Session_detach_buffer / PMPI_Session_detach_buffer(session: c_int, buffer_addr: *mut c_void, size: *mut c_void) => On::Session;
-    fn MPI_Session_detach_buffer_c / PMPI_Session_detach_buffer_c(session: c_int, buffer_addr: *mut c_void, size: *mut c_void) => On::Session;
-    fn MPI_Session_flush_buffer / PMPI_Session_flush_buffer(session: c_int) => On::Session;
-    fn MPI_Session_iflush_buffer / PMPI_Session_iflush_buffer(session: c_int, request: *mut c_void) => On::Session;
     fn MPI_Status_c2f08 / PMPI_Status_c2f08(c_status: *mut c_void, f08_status: *mut c_void) => On::Process;
     fn MPI_Status_f082c / PMPI_Status_f082c(f08_status: *mut c_void, c_status: *mut c_void) => On::Process;
     fn MPI_Status_f082f / PMPI_Status_f082f(f08_status: *mut c_void, f_status: *mut c_void) => On::Process;

@@ -9,7 +9,7 @@
 #![allow(clippy::missing_safety_doc)]
 
 use super::comm_create::errhandler_arg;
-use std::ffi::{c_char, c_int};
+use std::ffi::{c_char, c_int, c_void};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
 
@@ -17,6 +17,7 @@ use parking_lot::Mutex;
 
 use super::comm_create::string_arg;
 use super::info::{info_arg, new_info_with};
+use super::{buffered, Count};
 use crate::abi::handles::{self as h};
 use crate::abi::objects::{self, CommErrhandlerFn};
 use crate::abi::{guard_on, out, raise_on};
@@ -366,4 +367,76 @@ pub unsafe fn session_call_errhandler(
         &format!("error code {errorcode} raised by the program"),
     );
     0
+}
+
+// ---------------------------------------------------------------------------------------------
+// Buffers for buffered sends (MPI 4.1 §3.6.1): attached to a session (see `buffered::Owner`).
+
+pub unsafe fn session_attach_buffer(
+    name: &'static str,
+    session: c_int,
+    buffer: *mut c_void,
+    size: Count,
+) -> c_int {
+    guard_on(
+        name,
+        || handler_of(session),
+        || {
+            session_of(session)?;
+            buffered::attach(buffered::Owner::Session(session), buffer, size)
+        },
+    )
+}
+
+pub unsafe fn session_detach_buffer(
+    name: &'static str,
+    session: c_int,
+    buffer_addr: *mut c_void,
+    size: buffered::CountOut,
+) -> c_int {
+    guard_on(
+        name,
+        || handler_of(session),
+        || {
+            session_of(session)?;
+            let ep = runtime::get()?.world.ep.clone();
+            buffered::detach(buffered::Owner::Session(session), &ep, buffer_addr, size)
+        },
+    )
+}
+
+pub unsafe fn session_flush_buffer(name: &'static str, session: c_int) -> c_int {
+    guard_on(
+        name,
+        || handler_of(session),
+        || {
+            session_of(session)?;
+            let ep = runtime::get()?.world.ep.clone();
+            buffered::flush(buffered::Owner::Session(session), &ep);
+            Ok(())
+        },
+    )
+}
+
+pub unsafe fn session_iflush_buffer(
+    name: &'static str,
+    session: c_int,
+    request: *mut c_int,
+) -> c_int {
+    guard_on(
+        name,
+        || handler_of(session),
+        || {
+            session_of(session)?;
+            super::nb::req_arg(request)?;
+            let ep = runtime::get()?.world.ep.clone();
+            buffered::iflush(
+                name,
+                h::COMM_WORLD,
+                buffered::Owner::Session(session),
+                ep,
+                request,
+            )
+        },
+    )
 }
