@@ -28,7 +28,7 @@ use std::ffi::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 
@@ -148,6 +148,10 @@ impl Op for Sched {
 
 /// Builds the op of a persistent request anew (a collective takes its call number then).
 pub type Starter = Box<dyn FnMut() -> Result<Box<dyn Op>> + Send>;
+
+/// How long `MPI_Test*` waits for another thread's step of a request: longer than a
+/// scheduler time slice, so a preempted progress thread gets to finish its step.
+const STEP_WAIT: Duration = Duration::from_millis(20);
 
 /// A request: one outstanding nonblocking operation.
 pub struct Request {
@@ -329,7 +333,8 @@ impl Request {
         self.advance_as(last, false)
     }
 
-    /// As [`Request::advance`], but waits for a thread stepping it to finish, then steps it:
+    /// As [`Request::advance`], but waits (up to [`STEP_WAIT`]) for a thread stepping it to
+    /// finish, then steps it:
     /// for `MPI_Test*`, whose caller may poll a bounded number of times and must not see a
     /// request stay incomplete only because the progress thread, preempted in the middle of a
     /// step (ranks outnumber cores), holds it. Nothing that steps a request waits for a lock
@@ -342,8 +347,10 @@ impl Request {
         if self.is_done() {
             return false;
         }
+        // The wait is bounded: a program function run inside a step (a generalized request's
+        // query_fn) may itself call MPI_Test, which must not wait for its own caller.
         let Some(mut g) = (if wait {
-            Some(self.state.lock())
+            self.state.try_lock_for(STEP_WAIT)
         } else {
             self.state.try_lock()
         }) else {
