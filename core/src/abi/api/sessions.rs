@@ -70,6 +70,20 @@ fn handler_of(session: c_int) -> (i32, i32) {
     }
 }
 
+/// Runs the body of a call on `session` with the session resolved; errors go to the
+/// session's handler ([`handler_of`]).
+fn on_session(
+    name: &'static str,
+    session: c_int,
+    body: impl FnOnce(&Session) -> Result<()>,
+) -> c_int {
+    guard_on(
+        name,
+        || handler_of(session),
+        || body(&*session_of(session)?),
+    )
+}
+
 /// The members of process set `name` (matched without regard to case, as MPICH does).
 fn pset(name: &str) -> Result<Group> {
     let rt = runtime::get()?;
@@ -153,15 +167,10 @@ pub unsafe fn session_get_num_psets(
     info: c_int,
     npset_names: *mut c_int,
 ) -> c_int {
-    guard_on(
-        name,
-        || handler_of(session),
-        || {
-            session_of(session)?;
-            info_arg(info)?;
-            out(npset_names, "npset_names", PSETS.len() as c_int)
-        },
-    )
+    on_session(name, session, |_| {
+        info_arg(info)?;
+        out(npset_names, "npset_names", PSETS.len() as c_int)
+    })
 }
 
 /// `MPI_Session_get_nth_pset`: `*pset_len == 0` asks for the length the name needs (the NUL
@@ -174,70 +183,60 @@ pub unsafe fn session_get_nth_pset(
     pset_len: *mut c_int,
     pset_name: *mut c_char,
 ) -> c_int {
-    guard_on(
-        name,
-        || handler_of(session),
-        || {
-            session_of(session)?;
-            info_arg(info)?;
-            let p = usize::try_from(n)
-                .ok()
-                .and_then(|i| PSETS.get(i))
-                .ok_or_else(|| {
-                    Error::new(
-                        Class::Arg,
-                        format!("n = {n} is not in 0..{} (the number of psets)", PSETS.len()),
-                    )
-                })?;
-            if pset_len.is_null() {
-                return Err(Error::new(Class::Arg, "pset_len is NULL"));
-            }
-            // SAFETY: non-NULL; the caller's int.
-            let room = unsafe { *pset_len };
-            if room < 0 {
-                return Err(Error::new(
+    on_session(name, session, |_| {
+        info_arg(info)?;
+        let p = usize::try_from(n)
+            .ok()
+            .and_then(|i| PSETS.get(i))
+            .ok_or_else(|| {
+                Error::new(
                     Class::Arg,
-                    format!("*pset_len is negative ({room})"),
-                ));
-            }
-            if room == 0 {
-                return out(pset_len, "pset_len", p.len() as c_int + 1);
-            }
-            if pset_name.is_null() {
-                return Err(Error::new(Class::Arg, "pset_name is NULL"));
-            }
-            let b = &p.as_bytes()[..p.len().min(room as usize - 1)];
-            // SAFETY: pset_name holds *pset_len bytes (MPI contract); b.len() + 1 fit.
-            unsafe {
-                std::ptr::copy_nonoverlapping(b.as_ptr(), pset_name.cast::<u8>(), b.len());
-                *pset_name.add(b.len()) = 0;
-            }
-            Ok(())
-        },
-    )
+                    format!("n = {n} is not in 0..{} (the number of psets)", PSETS.len()),
+                )
+            })?;
+        if pset_len.is_null() {
+            return Err(Error::new(Class::Arg, "pset_len is NULL"));
+        }
+        // SAFETY: non-NULL; the caller's int.
+        let room = unsafe { *pset_len };
+        if room < 0 {
+            return Err(Error::new(
+                Class::Arg,
+                format!("*pset_len is negative ({room})"),
+            ));
+        }
+        if room == 0 {
+            return out(pset_len, "pset_len", p.len() as c_int + 1);
+        }
+        if pset_name.is_null() {
+            return Err(Error::new(Class::Arg, "pset_name is NULL"));
+        }
+        let b = &p.as_bytes()[..p.len().min(room as usize - 1)];
+        // SAFETY: pset_name holds *pset_len bytes (MPI contract); b.len() + 1 fit.
+        unsafe {
+            std::ptr::copy_nonoverlapping(b.as_ptr(), pset_name.cast::<u8>(), b.len());
+            *pset_name.add(b.len()) = 0;
+        }
+        Ok(())
+    })
 }
 
 /// `MPI_Session_get_info`: the thread level the session provides (the key MPI-4 §11.3.1
 /// names).
 pub unsafe fn session_get_info(name: &'static str, session: c_int, info_used: *mut c_int) -> c_int {
-    guard_on(
-        name,
-        || handler_of(session),
-        || {
-            session_of(session)?;
-            let level = match runtime::get()?.thread_level {
-                0 => "MPI_THREAD_SINGLE",
-                1 => "MPI_THREAD_FUNNELED",
-                2 => "MPI_THREAD_SERIALIZED",
-                _ => "MPI_THREAD_MULTIPLE",
-            };
-            if info_used.is_null() {
-                return Err(Error::new(Class::Arg, "info_used is NULL"));
-            }
-            let i = new_info_with(vec![("mpi_thread_support_level".into(), level.into())]);
-            out(info_used, "info_used", i)
-        },
-    )
+    on_session(name, session, |_| {
+        let level = match runtime::get()?.thread_level {
+            0 => "MPI_THREAD_SINGLE",
+            1 => "MPI_THREAD_FUNNELED",
+            2 => "MPI_THREAD_SERIALIZED",
+            _ => "MPI_THREAD_MULTIPLE",
+        };
+        if info_used.is_null() {
+            return Err(Error::new(Class::Arg, "info_used is NULL"));
+        }
+        let i = new_info_with(vec![("mpi_thread_support_level".into(), level.into())]);
+        out(info_used, "info_used", i)
+    })
 }
 
 /// `MPI_Session_get_pset_info`: `mpi_size`, the number of processes in the set.
@@ -247,19 +246,14 @@ pub unsafe fn session_get_pset_info(
     pset_name: *const c_char,
     info: *mut c_int,
 ) -> c_int {
-    guard_on(
-        name,
-        || handler_of(session),
-        || {
-            session_of(session)?;
-            let g = pset(&string_arg(pset_name, "pset_name", MAX_PSET_NAME)?)?;
-            if info.is_null() {
-                return Err(Error::new(Class::Arg, "info is NULL"));
-            }
-            let i = new_info_with(vec![("mpi_size".into(), g.size().to_string())]);
-            out(info, "info", i)
-        },
-    )
+    on_session(name, session, |_| {
+        let g = pset(&string_arg(pset_name, "pset_name", MAX_PSET_NAME)?)?;
+        if info.is_null() {
+            return Err(Error::new(Class::Arg, "info is NULL"));
+        }
+        let i = new_info_with(vec![("mpi_size".into(), g.size().to_string())]);
+        out(info, "info", i)
+    })
 }
 
 pub unsafe fn group_from_session_pset(
@@ -268,18 +262,13 @@ pub unsafe fn group_from_session_pset(
     pset_name: *const c_char,
     newgroup: *mut c_int,
 ) -> c_int {
-    guard_on(
-        name,
-        || handler_of(session),
-        || {
-            session_of(session)?;
-            let g = pset(&string_arg(pset_name, "pset_name", MAX_PSET_NAME)?)?;
-            if newgroup.is_null() {
-                return Err(Error::new(Class::Arg, "newgroup is NULL"));
-            }
-            out(newgroup, "newgroup", objects::add_group(g)?)
-        },
-    )
+    on_session(name, session, |_| {
+        let g = pset(&string_arg(pset_name, "pset_name", MAX_PSET_NAME)?)?;
+        if newgroup.is_null() {
+            return Err(Error::new(Class::Arg, "newgroup is NULL"));
+        }
+        out(newgroup, "newgroup", objects::add_group(g)?)
+    })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -312,16 +301,11 @@ pub unsafe fn session_set_errhandler(
     session: c_int,
     errhandler: c_int,
 ) -> c_int {
-    guard_on(
-        name,
-        || handler_of(session),
-        || {
-            let s = session_of(session)?;
-            errhandler_arg(errhandler)?;
-            s.errhandler.store(errhandler, Ordering::Relaxed);
-            Ok(())
-        },
-    )
+    on_session(name, session, |s| {
+        errhandler_arg(errhandler)?;
+        s.errhandler.store(errhandler, Ordering::Relaxed);
+        Ok(())
+    })
 }
 
 pub unsafe fn session_get_errhandler(
@@ -329,18 +313,13 @@ pub unsafe fn session_get_errhandler(
     session: c_int,
     errhandler: *mut c_int,
 ) -> c_int {
-    guard_on(
-        name,
-        || handler_of(session),
-        || {
-            let s = session_of(session)?;
-            out(
-                errhandler,
-                "errhandler",
-                s.errhandler.load(Ordering::Relaxed),
-            )
-        },
-    )
+    on_session(name, session, |s| {
+        out(
+            errhandler,
+            "errhandler",
+            s.errhandler.load(Ordering::Relaxed),
+        )
+    })
 }
 
 /// `MPI_Session_call_errhandler`: runs the session's handler on `errorcode`; returns
@@ -350,11 +329,7 @@ pub unsafe fn session_call_errhandler(
     session: c_int,
     errorcode: c_int,
 ) -> c_int {
-    let rc = guard_on(
-        name,
-        || handler_of(session),
-        || session_of(session).map(|_| ()),
-    );
+    let rc = on_session(name, session, |_| Ok(()));
     if rc != 0 {
         return rc;
     }
@@ -378,14 +353,9 @@ pub unsafe fn session_attach_buffer(
     buffer: *mut c_void,
     size: Count,
 ) -> c_int {
-    guard_on(
-        name,
-        || handler_of(session),
-        || {
-            session_of(session)?;
-            buffered::attach(buffered::Owner::Session(session), buffer, size)
-        },
-    )
+    on_session(name, session, |_| {
+        buffered::attach(buffered::Owner::Session(session), buffer, size)
+    })
 }
 
 pub unsafe fn session_detach_buffer(
@@ -394,28 +364,18 @@ pub unsafe fn session_detach_buffer(
     buffer_addr: *mut c_void,
     size: buffered::CountOut,
 ) -> c_int {
-    guard_on(
-        name,
-        || handler_of(session),
-        || {
-            session_of(session)?;
-            let ep = runtime::get()?.world.ep.clone();
-            buffered::detach(buffered::Owner::Session(session), &ep, buffer_addr, size)
-        },
-    )
+    on_session(name, session, |_| {
+        let ep = runtime::get()?.world.ep.clone();
+        buffered::detach(buffered::Owner::Session(session), &ep, buffer_addr, size)
+    })
 }
 
 pub unsafe fn session_flush_buffer(name: &'static str, session: c_int) -> c_int {
-    guard_on(
-        name,
-        || handler_of(session),
-        || {
-            session_of(session)?;
-            let ep = runtime::get()?.world.ep.clone();
-            buffered::flush(buffered::Owner::Session(session), &ep);
-            Ok(())
-        },
-    )
+    on_session(name, session, |_| {
+        let ep = runtime::get()?.world.ep.clone();
+        buffered::flush(buffered::Owner::Session(session), &ep);
+        Ok(())
+    })
 }
 
 pub unsafe fn session_iflush_buffer(
@@ -423,20 +383,15 @@ pub unsafe fn session_iflush_buffer(
     session: c_int,
     request: *mut c_int,
 ) -> c_int {
-    guard_on(
-        name,
-        || handler_of(session),
-        || {
-            session_of(session)?;
-            super::nb::req_arg(request)?;
-            let ep = runtime::get()?.world.ep.clone();
-            buffered::iflush(
-                name,
-                h::COMM_WORLD,
-                buffered::Owner::Session(session),
-                ep,
-                request,
-            )
-        },
-    )
+    on_session(name, session, |_| {
+        super::nb::req_arg(request)?;
+        let ep = runtime::get()?.world.ep.clone();
+        buffered::iflush(
+            name,
+            h::COMM_WORLD,
+            buffered::Owner::Session(session),
+            ep,
+            request,
+        )
+    })
 }
