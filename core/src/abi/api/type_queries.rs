@@ -334,9 +334,15 @@ fn f90_type(combiner: c_int, args: &[c_int], sized: c_int) -> Result<c_int> {
     Ok(t)
 }
 
-/// Whether `dt` is a parameterized type of `MPI_Type_create_f90_*` (predefined: not freed).
+/// Whether `dt` is a parameterized type of `MPI_Type_create_f90_*` (predefined: not freed):
+/// its envelope says so (only [`f90_type`] makes types with these combiners).
 pub(crate) fn is_f90_type(dt: c_int) -> bool {
-    F90_TYPES.lock().values().any(|&t| t == dt)
+    h::user_type(dt).is_some_and(|t| {
+        matches!(
+            t.contents.combiner,
+            combiner::F90_INTEGER | combiner::F90_REAL | combiner::F90_COMPLEX
+        )
+    })
 }
 
 /// `MPI_Type_create_f90_integer`: the smallest Fortran sized integer type (`MPI_INTEGER1` ..
