@@ -199,6 +199,7 @@ impl Comm {
         Ctx {
             ep: &self.ep,
             world: &self.world,
+            rank: self.rank,
             comm_id: self.id,
             seq,
             sig,

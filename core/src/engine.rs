@@ -100,6 +100,9 @@ pub struct Ctx<'a> {
     pub ep: &'a Endpoint,
     /// Comm rank → world rank.
     pub world: &'a [usize],
+    /// This process's rank in the communicator (in its local group on an intercommunicator's
+    /// bridge, whose `world` is the remote group): names this side of a mismatch.
+    pub rank: usize,
     pub comm_id: u64,
     pub seq: u64,
     pub sig: Signature,
@@ -179,12 +182,7 @@ thread_local! {
 
 impl<'a> Schedule<'a> {
     pub fn new(ctx: Ctx<'a>) -> Schedule<'a> {
-        let n = ctx.world.len();
-        let me = ctx
-            .world
-            .iter()
-            .position(|&w| w == ctx.ep.rank)
-            .unwrap_or(0);
+        let (n, me) = (ctx.world.len(), ctx.rank);
         // `try_with`: during thread teardown the pool may be gone; build afresh then.
         let mut v = SPARES
             .try_with(|p| p.borrow_mut().pop())

@@ -83,19 +83,29 @@ pub trait Op: Wait + Send {
     }
 }
 
-/// A nonblocking collective: its schedule, the communicator it borrows from, and what to do
-/// with the staged user buffers when it completes.
+/// A nonblocking collective: its schedule (or its stages, run one after another), the
+/// communicator it borrows from, and what to do with the staged user buffers when it completes.
+///
+/// Stages serve the collectives that run over more than one communicator (an
+/// intercommunicator's: its local group's intracommunicator, then the bridge between the
+/// groups, ...). Every stage is built — its call number taken — when the request starts, so
+/// the call numbers follow the program's order of calls whatever order requests complete in;
+/// a stage's tasks run only once the stage before it is done. Stages live, and drop, together:
+/// a later stage may read scratch an earlier one keeps.
 pub struct Sched {
-    // Field order matters: the schedule borrows from `_comm` and drops first.
-    sched: Schedule<'static>,
+    // Field order matters: the schedules borrow from `_comm` and drop first.
+    first: Schedule<'static>,
+    rest: Vec<Schedule<'static>>,
+    /// Stages done: `first` is running while 0, `rest[at - 1]` after.
+    at: usize,
     finish: Option<Box<dyn FnOnce() + Send>>,
     _comm: Arc<Comm>,
 }
 
-// SAFETY: the schedule's raw pointers point into the caller's buffers (which MPI forbids the
-// caller to touch until the request completes) and into scratch the schedule owns; the
-// endpoint and member list it borrows belong to `_comm`, an `Arc` that lives as long. The
-// request's lock makes sure one thread at a time steps it.
+// SAFETY: the schedules' raw pointers point into the caller's buffers (which MPI forbids the
+// caller to touch until the request completes) and into scratch the schedules own; the
+// endpoints and member lists they borrow belong to `_comm` (or to communicators it owns), an
+// `Arc` that lives as long. The request's lock makes sure one thread at a time steps it.
 unsafe impl Send for Sched {}
 
 impl Sched {
@@ -109,28 +119,76 @@ impl Sched {
         // SAFETY: the `Comm` lives in the `Arc`'s heap block, which does not move, and the
         // `Arc` is stored in the returned value next to the schedule, which drops first.
         let c: &'static Comm = unsafe { &*Arc::as_ptr(&comm) };
-        let sched = build(c)?;
-        sched.start()?;
+        let first = build(c)?;
+        first.start()?;
         Ok(Sched {
-            sched,
+            first,
+            rest: Vec::new(),
+            at: 0,
             finish,
             _comm: comm,
         })
+    }
+
+    /// As [`Sched::new`], for a collective of several stages (see the type's comment): `build`
+    /// returns them in the order they run, at least one.
+    pub fn stages(
+        comm: Arc<Comm>,
+        build: impl for<'c> FnOnce(&'c Comm) -> Result<Vec<Schedule<'c>>>,
+        finish: Option<Box<dyn FnOnce() + Send>>,
+    ) -> Result<Sched> {
+        // SAFETY: the `Comm` lives in the `Arc`'s heap block, which does not move, and the
+        // `Arc` is stored in the returned value next to the schedules, which drop first.
+        let c: &'static Comm = unsafe { &*Arc::as_ptr(&comm) };
+        let mut rest = build(c)?;
+        for s in &rest {
+            s.start()?;
+        }
+        if rest.is_empty() {
+            return Err(Error::other("a collective of no stages"));
+        }
+        let first = rest.remove(0);
+        Ok(Sched {
+            first,
+            rest,
+            at: 0,
+            finish,
+            _comm: comm,
+        })
+    }
+
+    fn current(&self) -> &Schedule<'static> {
+        match self.at {
+            0 => &self.first,
+            i => &self.rest[i - 1],
+        }
+    }
+
+    fn current_mut(&mut self) -> &mut Schedule<'static> {
+        match self.at {
+            0 => &mut self.first,
+            i => &mut self.rest[i - 1],
+        }
     }
 }
 
 impl Wait for Sched {
     fn poll(&mut self, last: bool) -> Result<Step> {
-        self.sched.poll(last)
+        loop {
+            match self.current_mut().poll(last)? {
+                Step::Done if self.at < self.rest.len() => self.at += 1,
+                step => return Ok(step),
+            }
+        }
     }
     fn describe(&self) -> String {
-        self.sched.describe()
+        self.current().describe()
     }
     fn blocked_on(&self, out: &mut Vec<usize>) {
-        self.sched.blocked_on(out)
+        self.current().blocked_on(out)
     }
     fn noticed(&self) -> Option<Error> {
-        self.sched.noticed()
+        self.current().noticed()
     }
 }
 
@@ -142,7 +200,7 @@ impl Op for Sched {
         Ok(Completion::empty())
     }
     fn failed(&mut self, e: Error) -> Error {
-        self.sched.failed(e)
+        self.current_mut().failed(e)
     }
 }
 

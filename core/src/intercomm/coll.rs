@@ -1,29 +1,40 @@
-//! Blocking collectives on intercommunicators (MPI 4.1 §6.2.2): every call moves data from one
-//! group to the other.
+//! The collectives on intercommunicators (MPI 4.1 §6.2.2), as schedules: every call moves
+//! data from one group to the other.
+//!
+//! Each function builds a call's *stages* ([`crate::request::Sched::stages`]): schedules on
+//! the local group's intracommunicator ([`Inter::local_comm`]) or on the bridge between the
+//! groups ([`Inter::bridge`]), run one after the other. The blocking, nonblocking and persistent
+//! forms all run these (the api layer drives the stages to their end for a blocking call).
 //!
 //! Two shapes cover them all:
-//! - **through the leaders** (Bcast, Reduce, Allreduce, Reduce_scatter): one side combines its
-//!   data at its leader (local rank 0) with the intracommunicator collectives of
-//!   [`crate::coll`] on [`Inter::local_comm`], the leaders (or the root and the other side's
-//!   leader) swap on [`Inter::bridge`], and the receiving side spreads the result over its own
-//!   group the same way;
-//! - **direct** (Gather(v), Scatter(v), Allgather(v), Alltoall(v)): every process exchanges its
-//!   blocks with each remote process it owes one, with [`p2p::exchange`] on the bridge. Each
-//!   block travels once; the message count is the product of the group sizes, which is what
-//!   these collectives move anyway (Allgather aside, which sends its block to every remote
-//!   process instead of once to a leader: simple, and right for the group sizes of one host).
+//! - **through the leaders** (Bcast, Reduce, Allreduce, Reduce_scatter, Barrier): one side
+//!   combines its data at its leader (local rank 0) with the intracommunicator schedules of
+//!   [`crate::coll`], the leaders (or the root and the other side's leader) swap on the bridge,
+//!   and the receiving side spreads the result over its own group the same way;
+//! - **direct** (Gather(v), Scatter(v), Allgather(v), Alltoall(v/w)): every process exchanges
+//!   its blocks with each remote process it owes one, on the bridge. Each block travels once;
+//!   the message count is the product of the group sizes, which is what these collectives move
+//!   anyway (Allgather aside, which sends its block to every remote process instead of once to
+//!   a leader: simple, and right for the group sizes of one host).
+//!
+//! Call numbers: every process of both groups takes exactly one bridge call number per
+//! collective ([`bridge`]; a process with nothing to move gets an empty stage), and every
+//! process of a group the same local ones, so the numbers agree wherever two processes meet
+//! whichever of them was the root. A stage is built when the call starts, so nothing in a
+//! build may read what an earlier stage has yet to write (the leader's own block of
+//! Reduce_scatter is copied at the end of its bridge stage for that reason).
 //!
 //! Buffers are contiguous bytes here (the api layer stages derived datatypes); a received block
 //! must be exactly as long as the receiver said, or the call fails with `MPI_ERR_TRUNCATE`
-//! naming the remote rank. Intercommunicator collectives use the bridge, never the
-//! intercommunicator itself, so no user receive can take their messages.
+//! naming the remote rank (the engine's size check). Intercommunicator collectives use the
+//! bridge, never the intercommunicator itself, so no user receive can take their messages.
 
 use super::{bytes_dt, Inter};
 use crate::coll::{self, Reduction};
 use crate::datatype::Datatype;
-use crate::error::{Class, Error, Result};
+use crate::engine::{Fold, Schedule};
+use crate::error::Result;
 use crate::frame::{Kind, Signature};
-use crate::p2p::{self, Incoming, Outgoing, Received};
 
 /// Who a rooted collective's process is, from its `root` argument.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,97 +47,77 @@ pub enum Root {
     Remote(usize),
 }
 
-/// Bridge tags, one per collective (messages of one kind between two processes stay in
-/// order, so calls in sequence cannot take each other's).
-const TAG_BCAST: u32 = 2;
-const TAG_REDUCE: u32 = 3;
-const TAG_ALLREDUCE: u32 = 4;
-const TAG_REDUCE_SCATTER: u32 = 5;
-const TAG_GATHER: u32 = 6;
-const TAG_SCATTER: u32 = 7;
-const TAG_ALLGATHER: u32 = 8;
-const TAG_ALLTOALL: u32 = 9;
+/// The stages of one call, in the order they run.
+pub type Stages<'c> = Vec<Schedule<'c>>;
 
-fn sig(count: usize, root: i32) -> Signature {
+/// The one message tag of a bridge stage (no two messages of one stage share a pair of
+/// processes and a direction).
+const TAG: u32 = 0;
+
+/// Signature of the local stages: internal collectives of one group.
+fn local_sig(count: usize) -> Signature {
     Signature {
         kind: Kind::Internal,
         count: count as u64,
         dtype: 0,
         op: 0,
-        root,
+        root: 0,
     }
 }
 
-fn outgoing(buf: *const u8, len: usize) -> Outgoing {
-    Outgoing {
-        buf,
-        len,
-        mpi_bytes: len as u64,
-        dtype: 0,
-    }
-}
-
-fn incoming(buf: *mut u8, len: usize) -> Incoming {
-    Incoming {
-        buf,
-        cap: len,
-        dt: bytes_dt(),
-    }
-}
-
-/// A block from remote rank `from` must fill what the receiver said it would get.
-fn exact(r: &Received, want: usize, from: usize, what: &str) -> Result<()> {
-    if r.truncated || r.stored != want || r.env.wire_bytes != want as u64 {
-        return Err(Error::new(
-            Class::Truncate,
-            format!(
-                "{what}: remote rank {from} sent {} bytes, this process expected {want} \
-                 (the two groups' counts or datatypes disagree)",
-                r.env.wire_bytes
-            ),
-        ));
-    }
-    Ok(())
-}
-
-/// Receives one block per remote rank `(j, spans[j])` and sends `sends` on the bridge, all
-/// together; checks every block's length.
-fn exchange(
-    inter: &Inter,
-    what: &'static str,
-    tag: u32,
-    sends: &[(usize, *const u8, usize)],
-    recvs: &[(usize, *mut u8, usize)],
-) -> Result<()> {
-    let s: Vec<_> = sends
-        .iter()
-        .map(|&(to, p, len)| (to, tag, outgoing(p, len)))
-        .collect();
-    let r: Vec<_> = recvs
-        .iter()
-        .map(|&(from, p, len)| (from, tag, incoming(p, len)))
-        .collect();
-    let got = p2p::exchange(&inter.bridge, what, &s, &r)?;
-    for (g, &(from, _, len)) in got.iter().zip(recvs) {
-        exact(g, len, from, what)?;
-    }
-    Ok(())
+/// The bridge stage of a call of collective `kind`: takes the bridge's next call number (every
+/// process of both groups calls this once per collective). Lengths are checked per message, so
+/// the signature says only which collective it is.
+fn bridge(inter: &Inter, kind: Kind) -> Schedule<'_> {
+    let b = &inter.bridge;
+    let seq = b.next_seq();
+    Schedule::new(b.ctx(
+        Signature {
+            kind,
+            count: 0,
+            dtype: 0,
+            op: 0,
+            root: 0,
+        },
+        seq,
+        1,
+    ))
 }
 
 fn is_leader(inter: &Inter) -> bool {
     inter.local_comm.rank == 0
 }
 
+/// `MPI_Barrier`: the group's barrier, the leaders' empty swap, the group's barrier again (no
+/// process leaves before every process of the other group has arrived).
+pub fn barrier(inter: &Inter) -> Result<Stages<'_>> {
+    let lc = &inter.local_comm;
+    let arrive = coll::build_barrier(lc)?;
+    let mut br = bridge(inter, Kind::Barrier);
+    if is_leader(inter) {
+        br.send(0, TAG, std::ptr::null(), 0, &[]);
+        br.recv(0, TAG, std::ptr::null_mut(), 0, Fold::Copy, &[]);
+    }
+    let leave = coll::build_barrier(lc)?;
+    Ok(vec![arrive, br, leave])
+}
+
 /// `MPI_Bcast`: `len` bytes at `buf` from the root to every process of the other group.
-pub fn bcast(inter: &Inter, buf: *mut u8, len: usize, root: Root) -> Result<()> {
+pub fn bcast(inter: &Inter, buf: *mut u8, len: usize, root: Root) -> Result<Stages<'_>> {
+    let mut br = bridge(inter, Kind::Bcast);
     match root {
-        Root::Mine => exchange(inter, "MPI_Bcast", TAG_BCAST, &[(0, buf, len)], &[]),
-        Root::Bystander => Ok(()),
+        Root::Mine => {
+            br.send(0, TAG, buf, len, &[]);
+            Ok(vec![br])
+        }
+        Root::Bystander => Ok(vec![br]),
         Root::Remote(r) => {
             if is_leader(inter) {
-                exchange(inter, "MPI_Bcast", TAG_BCAST, &[], &[(r, buf, len)])?;
+                br.recv(r, TAG, buf, len, Fold::Copy, &[]);
             }
-            coll::bcast(&inter.local_comm, buf, len, &bytes_dt(), 0, sig(len, 0))
+            let spread =
+                coll::build_bcast(&inter.local_comm, buf, len, &bytes_dt(), 0, local_sig(len))?;
+            Ok(vec![br, spread])
         }
     }
 }
@@ -134,23 +125,27 @@ pub fn bcast(inter: &Inter, buf: *mut u8, len: usize, root: Root) -> Result<()> 
 /// `MPI_Reduce`: the reduction over the other group of `count` elements each lands in the
 /// root's `recv`.
 #[allow(clippy::too_many_arguments)]
-pub fn reduce(
-    inter: &Inter,
+pub fn reduce<'c>(
+    inter: &'c Inter,
     send: *const u8,
     recv: *mut u8,
     count: usize,
     dt: &Datatype,
     red: Reduction,
     root: Root,
-) -> Result<()> {
+) -> Result<Stages<'c>> {
     let bytes = coll::bytes(dt, count);
     match root {
-        Root::Mine => exchange(inter, "MPI_Reduce", TAG_REDUCE, &[], &[(0, recv, bytes)]),
-        Root::Bystander => Ok(()),
+        Root::Mine => {
+            let mut br = bridge(inter, Kind::Reduce);
+            br.recv(0, TAG, recv, bytes, Fold::Copy, &[]);
+            Ok(vec![br])
+        }
+        Root::Bystander => Ok(vec![bridge(inter, Kind::Reduce)]),
         Root::Remote(r) => {
-            let mut sum = coll::scratch(if is_leader(inter) { bytes } else { 0 });
-            let s = sig(count, 0);
-            coll::reduce(
+            let leader = is_leader(inter);
+            let mut sum = coll::scratch(if leader { bytes } else { 0 });
+            let combine = coll::build_reduce(
                 &inter.local_comm,
                 send,
                 sum.as_mut_ptr(),
@@ -158,92 +153,85 @@ pub fn reduce(
                 dt,
                 red,
                 0,
-                s,
+                local_sig(count),
             )?;
-            if is_leader(inter) {
-                exchange(
-                    inter,
-                    "MPI_Reduce",
-                    TAG_REDUCE,
-                    &[(r, sum.as_ptr(), bytes)],
-                    &[],
-                )?;
+            let mut br = bridge(inter, Kind::Reduce);
+            if leader {
+                br.send(r, TAG, sum.as_ptr(), bytes, &[]);
             }
-            Ok(())
+            br.keep(sum);
+            Ok(vec![combine, br])
         }
     }
 }
 
 /// `MPI_Allreduce`: each group receives the reduction over the other group.
-pub fn allreduce(
-    inter: &Inter,
+pub fn allreduce<'c>(
+    inter: &'c Inter,
     send: *const u8,
     recv: *mut u8,
     count: usize,
     dt: &Datatype,
     red: Reduction,
-) -> Result<()> {
+) -> Result<Stages<'c>> {
     let bytes = coll::bytes(dt, count);
-    let mut sum = coll::scratch(if is_leader(inter) { bytes } else { 0 });
-    coll::reduce(
-        &inter.local_comm,
+    let leader = is_leader(inter);
+    let mut sum = coll::scratch(if leader { bytes } else { 0 });
+    let lc = &inter.local_comm;
+    let combine = coll::build_reduce(
+        lc,
         send,
         sum.as_mut_ptr(),
         count,
         dt,
         red,
         0,
-        sig(count, 0),
+        local_sig(count),
     )?;
-    if is_leader(inter) {
-        exchange(
-            inter,
-            "MPI_Allreduce",
-            TAG_ALLREDUCE,
-            &[(0, sum.as_ptr(), bytes)],
-            &[(0, recv, bytes)],
-        )?;
+    let mut br = bridge(inter, Kind::Allreduce);
+    if leader {
+        br.send(0, TAG, sum.as_ptr(), bytes, &[]);
+        br.recv(0, TAG, recv, bytes, Fold::Copy, &[]);
     }
-    coll::bcast(&inter.local_comm, recv, count, dt, 0, sig(count, 0))
+    br.keep(sum);
+    let spread = coll::build_bcast(lc, recv, count, dt, 0, local_sig(count))?;
+    Ok(vec![combine, br, spread])
 }
 
 /// `MPI_Reduce_scatter(_block)`: the reduction over the other group of `counts.iter().sum()`
 /// elements each, scattered over this group (`counts[i]` elements to local rank `i`, into
 /// `recv`). Both groups' totals must agree.
-pub fn reduce_scatter(
-    inter: &Inter,
+pub fn reduce_scatter<'c>(
+    inter: &'c Inter,
     send: *const u8,
     recv: *mut u8,
     counts: &[usize],
     dt: &Datatype,
     red: Reduction,
-) -> Result<()> {
+) -> Result<Stages<'c>> {
     let total: usize = counts.iter().sum();
     let bytes = coll::bytes(dt, total);
     let leader = is_leader(inter);
+    let lc = &inter.local_comm;
     let mut sum = coll::scratch(if leader { bytes } else { 0 });
-    coll::reduce(
-        &inter.local_comm,
+    let combine = coll::build_reduce(
+        lc,
         send,
         sum.as_mut_ptr(),
         total,
         dt,
         red,
         0,
-        sig(total, 0),
+        local_sig(total),
     )?;
     let mut theirs = coll::scratch(if leader { bytes } else { 0 });
+    let mine = coll::bytes(dt, counts[lc.rank]);
+    let mut br = bridge(inter, Kind::ReduceScatter);
+    let mut spans: Vec<(*const u8, usize)> = Vec::new();
     if leader {
-        exchange(
-            inter,
-            "MPI_Reduce_scatter",
-            TAG_REDUCE_SCATTER,
-            &[(0, sum.as_ptr(), bytes)],
-            &[(0, theirs.as_mut_ptr(), bytes)],
-        )?;
-    }
-    let spans: Vec<(*const u8, usize)> = if leader {
-        coll::blocks_from_counts(counts)
+        br.send(0, TAG, sum.as_ptr(), bytes, &[]);
+        br.recv(0, TAG, theirs.as_mut_ptr(), bytes, Fold::Copy, &[]);
+        spans = coll::blocks_from_counts(counts)
             .into_iter()
             .map(|(at, n)| {
                 (
@@ -251,101 +239,94 @@ pub fn reduce_scatter(
                     coll::bytes(dt, n),
                 )
             })
-            .collect()
-    } else {
-        Vec::new()
-    };
-    let mine = coll::bytes(dt, counts[inter.local_comm.rank]);
-    coll::scatterv(&inter.local_comm, &spans, recv, mine, 0, sig(0, 0))
+            .collect();
+        // The leader's own block: the scatter's build would copy it before the bridge stage
+        // has received it, so the bridge stage copies it when done and the scatter's own span
+        // is the block itself (a copy onto itself is none).
+        br.copy_at_end(recv, spans[0].0, mine);
+        spans[0].0 = recv;
+    }
+    br.keep(sum);
+    br.keep(theirs);
+    let spread = coll::build_scatterv(lc, &spans, recv, mine, 0, local_sig(0))?;
+    Ok(vec![combine, br, spread])
 }
 
 /// `MPI_Gather(v)`: the root receives block `j` of `recv` from remote rank `j`; the other
 /// group's processes each send theirs.
-pub fn gatherv(
-    inter: &Inter,
+pub fn gatherv<'c>(
+    inter: &'c Inter,
     send: (*const u8, usize),
     recv: &[(*mut u8, usize)],
     root: Root,
-) -> Result<()> {
+) -> Result<Stages<'c>> {
+    let mut br = bridge(inter, Kind::Gatherv);
     match root {
         Root::Mine => {
-            let r: Vec<_> = recv
-                .iter()
-                .enumerate()
-                .map(|(j, &(p, l))| (j, p, l))
-                .collect();
-            exchange(inter, "MPI_Gather", TAG_GATHER, &[], &r)
+            for (j, &(p, l)) in recv.iter().enumerate() {
+                br.recv(j, TAG, p, l, Fold::Copy, &[]);
+            }
         }
-        Root::Bystander => Ok(()),
-        Root::Remote(root) => exchange(
-            inter,
-            "MPI_Gather",
-            TAG_GATHER,
-            &[(root, send.0, send.1)],
-            &[],
-        ),
+        Root::Bystander => {}
+        Root::Remote(root) => {
+            br.send(root, TAG, send.0, send.1, &[]);
+        }
     }
+    Ok(vec![br])
 }
 
 /// `MPI_Scatter(v)`: the root sends block `j` of `send` to remote rank `j`.
-pub fn scatterv(
-    inter: &Inter,
+pub fn scatterv<'c>(
+    inter: &'c Inter,
     send: &[(*const u8, usize)],
     recv: (*mut u8, usize),
     root: Root,
-) -> Result<()> {
+) -> Result<Stages<'c>> {
+    let mut br = bridge(inter, Kind::Scatterv);
     match root {
         Root::Mine => {
-            let s: Vec<_> = send
-                .iter()
-                .enumerate()
-                .map(|(j, &(p, l))| (j, p, l))
-                .collect();
-            exchange(inter, "MPI_Scatter", TAG_SCATTER, &s, &[])
+            for (j, &(p, l)) in send.iter().enumerate() {
+                br.send(j, TAG, p, l, &[]);
+            }
         }
-        Root::Bystander => Ok(()),
-        Root::Remote(root) => exchange(
-            inter,
-            "MPI_Scatter",
-            TAG_SCATTER,
-            &[],
-            &[(root, recv.0, recv.1)],
-        ),
+        Root::Bystander => {}
+        Root::Remote(root) => {
+            br.recv(root, TAG, recv.0, recv.1, Fold::Copy, &[]);
+        }
     }
+    Ok(vec![br])
 }
 
 /// `MPI_Allgather(v)`: every process sends its block to every remote process and receives
 /// remote rank `j`'s block into `recv[j]`.
-pub fn allgatherv(
-    inter: &Inter,
+pub fn allgatherv<'c>(
+    inter: &'c Inter,
     send: (*const u8, usize),
     recv: &[(*mut u8, usize)],
-) -> Result<()> {
-    let s: Vec<_> = (0..recv.len()).map(|j| (j, send.0, send.1)).collect();
-    let r: Vec<_> = recv
-        .iter()
-        .enumerate()
-        .map(|(j, &(p, l))| (j, p, l))
-        .collect();
-    exchange(inter, "MPI_Allgather", TAG_ALLGATHER, &s, &r)
+) -> Result<Stages<'c>> {
+    let mut br = bridge(inter, Kind::Allgatherv);
+    for (j, &(p, l)) in recv.iter().enumerate() {
+        br.recv(j, TAG, p, l, Fold::Copy, &[]);
+    }
+    for j in 0..recv.len() {
+        br.send(j, TAG, send.0, send.1, &[]);
+    }
+    Ok(vec![br])
 }
 
-/// `MPI_Alltoall(v)`: block `j` of `send` goes to remote rank `j`, whose block for this
+/// `MPI_Alltoall(v/w)`: block `j` of `send` goes to remote rank `j`, whose block for this
 /// process lands in `recv[j]`.
-pub fn alltoallv(
-    inter: &Inter,
+pub fn alltoallv<'c>(
+    inter: &'c Inter,
     send: &[(*const u8, usize)],
     recv: &[(*mut u8, usize)],
-) -> Result<()> {
-    let s: Vec<_> = send
-        .iter()
-        .enumerate()
-        .map(|(j, &(p, l))| (j, p, l))
-        .collect();
-    let r: Vec<_> = recv
-        .iter()
-        .enumerate()
-        .map(|(j, &(p, l))| (j, p, l))
-        .collect();
-    exchange(inter, "MPI_Alltoall", TAG_ALLTOALL, &s, &r)
+) -> Result<Stages<'c>> {
+    let mut br = bridge(inter, Kind::Alltoallv);
+    for (j, &(p, l)) in recv.iter().enumerate() {
+        br.recv(j, TAG, p, l, Fold::Copy, &[]);
+    }
+    for (j, &(p, l)) in send.iter().enumerate() {
+        br.send(j, TAG, p, l, &[]);
+    }
+    Ok(vec![br])
 }

@@ -14,9 +14,10 @@
 //! local communicator, the leaders swap proposals, and the intercommunicator's id mixes the two
 //! in an order both sides agree on.
 //!
-//! The blocking collectives are in [`coll`]. What is not implemented on intercommunicators
-//! (the nonblocking and persistent collectives, communicator creation other than dup, merge
-//! and split) is refused by the api layer with `MPI_ERR_COMM`, naming the call.
+//! The collectives (blocking, nonblocking and persistent alike) are built in [`coll`]. What is
+//! not implemented on intercommunicators (communicator creation other than dup, merge and
+//! split; the neighbor collectives, Scan and Exscan are not defined there) is refused by the
+//! api layer with an error naming the call.
 
 pub mod coll;
 
@@ -237,14 +238,6 @@ pub fn merge(c: &Comm, inter: &Inter, high: bool) -> Result<Comm> {
         c.ep.clone(),
         c.errhandler.load(std::sync::atomic::Ordering::Relaxed),
     ))
-}
-
-/// `MPI_Barrier` on an intercommunicator: returns once every process of both groups has
-/// entered it (each side gathers at its leader, the leaders swap, each side is released).
-pub fn barrier(inter: &Inter) -> Result<()> {
-    crate::coll::barrier(&inter.local_comm)?;
-    leaders_swap(inter, 0)?;
-    Ok(())
 }
 
 /// One process's part in a split: color (`None`: `MPI_UNDEFINED`) and key, 16 bytes.

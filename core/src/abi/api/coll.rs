@@ -42,14 +42,19 @@ fn buf(ptr: *const u8, mem: Mem) -> Buf {
 // ---------------------------------------------------------------------------------------------
 // Collectives. `name` lets the `_c` variants report their own name.
 
+/// A barrier over `c`, intra- or intercommunicator (`MPI_Barrier`, `MPI_Comm_disconnect`).
+pub(super) fn barrier_on(c: &Arc<Comm>) -> Result<()> {
+    match c.inter() {
+        Some(_) => intercomm_coll::run(c, intercomm_coll::barrier()),
+        None => coll::barrier(c),
+    }
+}
+
 pub unsafe fn barrier(comm: c_int) -> c_int {
     crate::stats::call(crate::stats::Coll::Barrier, || {
         guard("MPI_Barrier", Some(comm), || {
             let c = any_comm_of(runtime::get()?, comm)?;
-            match c.inter() {
-                Some(inter) => crate::intercomm::barrier(inter),
-                None => coll::barrier(&c),
-            }
+            barrier_on(&c)
         })
     })
 }
@@ -65,9 +70,10 @@ pub unsafe fn bcast(
     crate::stats::call(crate::stats::Coll::Bcast, || {
         guard(name, Some(comm), || {
             let c = any_comm_of(runtime::get()?, comm)?;
-            if let Some(inter) = c.inter() {
+            if c.inter().is_some() {
                 // SAFETY: the caller's contract, forwarded.
-                return unsafe { intercomm_coll::bcast(name, &c, inter, buf, count, dt, root) };
+                let plan = unsafe { intercomm_coll::bcast(name, buf, count, dt, root, &c) }?;
+                return intercomm_coll::run(&c, plan);
             }
             let cnt = count_arg(count, "count")?;
             let v = type_arg(dt, "datatype")?.moving();
@@ -106,11 +112,11 @@ pub unsafe fn reduce(
     crate::stats::call(crate::stats::Coll::Reduce, || {
         guard(name, Some(comm), || {
             let c = any_comm_of(runtime::get()?, comm)?;
-            if let Some(inter) = c.inter() {
+            if c.inter().is_some() {
                 // SAFETY: the caller's contract, forwarded.
-                return unsafe {
-                    intercomm_coll::reduce(name, &c, inter, send, recv, count, dt, op, root)
-                };
+                let plan =
+                    unsafe { intercomm_coll::reduce(name, send, recv, count, dt, op, root, &c) }?;
+                return intercomm_coll::run(&c, plan);
             }
             // SAFETY: MPI's contract for sendbuf/recvbuf, checked inside.
             let io = unsafe { RootReduceIo::new(send, recv, count, dt, op, root, &c, true) }?;
@@ -138,11 +144,10 @@ pub unsafe fn allreduce(
     crate::stats::call(crate::stats::Coll::Allreduce, || {
         guard(name, Some(comm), || {
             let c = any_comm_of(runtime::get()?, comm)?;
-            if let Some(inter) = c.inter() {
+            if c.inter().is_some() {
                 // SAFETY: the caller's contract, forwarded.
-                return unsafe {
-                    intercomm_coll::allreduce(name, inter, send, recv, count, dt, op)
-                };
+                let plan = unsafe { intercomm_coll::allreduce(name, send, recv, count, dt, op) }?;
+                return intercomm_coll::run(&c, plan);
             }
             // SAFETY: MPI's contract for sendbuf/recvbuf, checked inside.
             let io = unsafe { ReduceIo::new_device(send, recv, count, dt, op, &c) }?;
@@ -570,13 +575,12 @@ pub unsafe fn allgather(
     crate::stats::call(crate::stats::Coll::Allgather, || {
         guard(name, Some(comm), || {
             let c = any_comm_of(runtime::get()?, comm)?;
-            if let Some(inter) = c.inter() {
+            if c.inter().is_some() {
                 // SAFETY: the caller's contract, forwarded.
-                return unsafe {
-                    intercomm_coll::allgatherv(
-                        name, &c, inter, send, scount, sdt, recv, rcount, None, rdt,
-                    )
-                };
+                let plan = unsafe {
+                    intercomm_coll::allgatherv(name, send, scount, sdt, recv, rcount, None, rdt, &c)
+                }?;
+                return intercomm_coll::run(&c, plan);
             }
             let rcnt = count_arg(rcount, "recvcount")?;
             let rt = type_arg(rdt, "recvtype")?;
@@ -692,11 +696,15 @@ pub unsafe fn reduce_scatter(
                 count_arg(v, &format!("recvcounts[{i}]"))
             };
             if let Some(inter) = c.inter() {
-                // SAFETY: get reads recvcounts[0..local size], which MPI requires the caller
-                // to provide on an intercommunicator.
-                return unsafe {
-                    intercomm_coll::reduce_scatter(name, inter, send, recv, &get, dt, op)
-                };
+                // get reads recvcounts[0..local size], which MPI requires the caller to provide
+                // on an intercommunicator.
+                let counts = (0..inter.local.len()).map(get).collect::<Result<_>>()?;
+                let stat = crate::stats::Coll::ReduceScatter;
+                // SAFETY: the caller's contract, forwarded.
+                let plan = unsafe {
+                    intercomm_coll::reduce_scatter(name, send, recv, counts, dt, op, stat, &c)
+                }?;
+                return intercomm_coll::run(&c, plan);
             }
             // SAFETY: get reads recvcounts[0..size], which MPI requires the caller to provide.
             unsafe { reduce_scatter_common(send, recv, &get, Kind::ReduceScatter, dt, op, &c) }
@@ -718,10 +726,13 @@ pub unsafe fn reduce_scatter_block(
             let c = any_comm_of(runtime::get()?, comm)?;
             let n = count_arg(count, "recvcount")?;
             if let Some(inter) = c.inter() {
+                let counts = vec![n; inter.local.len()];
+                let stat = crate::stats::Coll::ReduceScatterBlock;
                 // SAFETY: the caller's contract, forwarded.
-                return unsafe {
-                    intercomm_coll::reduce_scatter(name, inter, send, recv, &|_| Ok(n), dt, op)
-                };
+                let plan = unsafe {
+                    intercomm_coll::reduce_scatter(name, send, recv, counts, dt, op, stat, &c)
+                }?;
+                return intercomm_coll::run(&c, plan);
             }
             // SAFETY: pointers are validated inside before use.
             unsafe {

@@ -98,10 +98,7 @@ pub unsafe fn comm_disconnect(comm: *mut c_int) -> c_int {
             ));
         }
         let c = any_comm_of(rt, handle)?;
-        match c.inter() {
-            Some(inter) => crate::intercomm::barrier(inter)?,
-            None => crate::coll::barrier(&c)?,
-        }
+        super::coll::barrier_on(&c)?;
         super::attributes::delete_all(super::attributes::Kind::Comm, handle)?;
         rt.free_comm(handle)?;
         out(comm, "comm", h::COMM_NULL)

@@ -93,13 +93,12 @@ pub unsafe fn gather(
 ) -> c_int {
     guard(name, Some(comm), || {
         let c = any_comm_of(runtime::get()?, comm)?;
-        if let Some(inter) = c.inter() {
+        if c.inter().is_some() {
             // SAFETY: the caller's contract, forwarded.
-            return unsafe {
-                intercomm_coll::gatherv(
-                    name, &c, inter, send, scount, sdt, recv, rcount, None, rdt, root,
-                )
-            };
+            let plan = unsafe {
+                intercomm_coll::gatherv(name, send, scount, sdt, recv, rcount, None, rdt, root, &c)
+            }?;
+            return intercomm_coll::run(&c, plan);
         }
         let root = root_arg(root, &c)?;
         // Only the arguments significant at this rank: MPI ignores the receive buffer
@@ -140,13 +139,11 @@ pub unsafe fn gatherv(
 ) -> c_int {
     guard(name, Some(comm), || {
         let c = any_comm_of(runtime::get()?, comm)?;
-        if let Some(inter) = c.inter() {
+        if c.inter().is_some() {
             // SAFETY: the caller's contract, forwarded.
-            return unsafe {
+            let plan = unsafe {
                 intercomm_coll::gatherv(
                     name,
-                    &c,
-                    inter,
                     send,
                     scount,
                     sdt,
@@ -155,8 +152,10 @@ pub unsafe fn gatherv(
                     Some((rcounts, displs)),
                     rdt,
                     root,
+                    &c,
                 )
-            };
+            }?;
+            return intercomm_coll::run(&c, plan);
         }
         let root = root_arg(root, &c)?;
         // Only the arguments significant at this rank: MPI ignores the receive buffer
@@ -256,13 +255,12 @@ pub unsafe fn scatter(
 ) -> c_int {
     guard(name, Some(comm), || {
         let c = any_comm_of(runtime::get()?, comm)?;
-        if let Some(inter) = c.inter() {
+        if c.inter().is_some() {
             // SAFETY: the caller's contract, forwarded.
-            return unsafe {
-                intercomm_coll::scatterv(
-                    name, &c, inter, send, scount, None, sdt, recv, rcount, rdt, root,
-                )
-            };
+            let plan = unsafe {
+                intercomm_coll::scatterv(name, send, scount, None, sdt, recv, rcount, rdt, root, &c)
+            }?;
+            return intercomm_coll::run(&c, plan);
         }
         let root = root_arg(root, &c)?;
         // Only the arguments significant at this rank: MPI ignores the send buffer
@@ -303,13 +301,11 @@ pub unsafe fn scatterv(
 ) -> c_int {
     guard(name, Some(comm), || {
         let c = any_comm_of(runtime::get()?, comm)?;
-        if let Some(inter) = c.inter() {
+        if c.inter().is_some() {
             // SAFETY: the caller's contract, forwarded.
-            return unsafe {
+            let plan = unsafe {
                 intercomm_coll::scatterv(
                     name,
-                    &c,
-                    inter,
                     send,
                     0,
                     Some((scounts, displs)),
@@ -318,8 +314,10 @@ pub unsafe fn scatterv(
                     rcount,
                     rdt,
                     root,
+                    &c,
                 )
-            };
+            }?;
+            return intercomm_coll::run(&c, plan);
         }
         let root = root_arg(root, &c)?;
         // Only the arguments significant at this rank: MPI ignores the send buffer
@@ -372,13 +370,11 @@ pub unsafe fn allgatherv(
     guard(name, Some(comm), || {
         crate::cuda::refuse_device(name, &[send, recv as *const c_void])?;
         let c = any_comm_of(runtime::get()?, comm)?;
-        if let Some(inter) = c.inter() {
+        if c.inter().is_some() {
             // SAFETY: the caller's contract, forwarded.
-            return unsafe {
+            let plan = unsafe {
                 intercomm_coll::allgatherv(
                     name,
-                    &c,
-                    inter,
                     send,
                     scount,
                     sdt,
@@ -386,8 +382,10 @@ pub unsafe fn allgatherv(
                     0,
                     Some((rcounts, displs)),
                     rdt,
+                    &c,
                 )
-            };
+            }?;
+            return intercomm_coll::run(&c, plan);
         }
         let (n, r) = (c.size(), c.rank);
         // SAFETY: MPI requires both arrays to hold one element per rank.
@@ -496,13 +494,12 @@ pub unsafe fn alltoall(
     guard(name, Some(comm), || {
         crate::cuda::refuse_device(name, &[send, recv as *const c_void])?;
         let c = any_comm_of(runtime::get()?, comm)?;
-        if let Some(inter) = c.inter() {
+        if c.inter().is_some() {
             // SAFETY: the caller's contract, forwarded.
-            return unsafe {
-                intercomm_coll::alltoallv(
-                    name, &c, inter, send, scount, sdt, recv, rcount, rdt, None,
-                )
-            };
+            let plan = unsafe {
+                intercomm_coll::alltoallv(name, send, scount, sdt, recv, rcount, rdt, None, &c)
+            }?;
+            return intercomm_coll::run(&c, plan);
         }
         let (rs, rlaid, sendside) = alltoall_sides(send, scount, sdt, recv, rcount, rdt, &c)?;
         let sig = sig(Kind::Alltoall, rlaid.typed[0].sig, BYTE, 0, -1);
@@ -528,13 +525,11 @@ pub unsafe fn alltoallv(
     guard(name, Some(comm), || {
         crate::cuda::refuse_device(name, &[send, recv as *const c_void])?;
         let c = any_comm_of(runtime::get()?, comm)?;
-        if let Some(inter) = c.inter() {
+        if c.inter().is_some() {
             // SAFETY: the caller's contract, forwarded.
-            return unsafe {
+            let plan = unsafe {
                 intercomm_coll::alltoallv(
                     name,
-                    &c,
-                    inter,
                     send,
                     0,
                     sdt,
@@ -542,8 +537,10 @@ pub unsafe fn alltoallv(
                     0,
                     rdt,
                     Some((scounts, sdispls, rcounts, rdispls)),
+                    &c,
                 )
-            };
+            }?;
+            return intercomm_coll::run(&c, plan);
         }
         let (n, r) = (c.size(), c.rank);
         // SAFETY: MPI requires every array to hold one element per rank.
@@ -607,12 +604,6 @@ pub unsafe fn alltoallw(
     guard(name, Some(comm), || {
         crate::cuda::refuse_device(name, &[send, recv as *const c_void])?;
         let c = any_comm_of(runtime::get()?, comm)?;
-        if c.inter().is_some() && is_in_place(send) {
-            return Err(Error::new(
-                Class::Buffer,
-                "sendbuf may not be MPI_IN_PLACE on an intercommunicator",
-            ));
-        }
         // SAFETY: MPI requires every array to hold one element per rank (per remote process
         // on an intercommunicator).
         let (rp, sp) = unsafe {
@@ -620,6 +611,9 @@ pub unsafe fn alltoallw(
                 send, scounts, sdispls, stypes, recv, rcounts, rdispls, rtypes, &c,
             )
         }?;
+        if c.inter().is_some() {
+            return intercomm_coll::run(&c, intercomm_coll::alltoallw(sp, recv, rp)?);
+        }
         let (rb, sb) = super::plan::stage_exchange(&sp, recv, &rp);
         let sends: Vec<_> = sb
             .as_ref()
@@ -628,10 +622,7 @@ pub unsafe fn alltoallw(
             .flat_map(|b| read_only(b.spans()))
             .collect();
         let recvs: Vec<_> = rb.iter().flat_map(|b| b.spans().iter().copied()).collect();
-        match c.inter() {
-            Some(inter) => crate::intercomm::coll::alltoallv(inter, &sends, &recvs)?,
-            None => coll::alltoallv(&c, &sends, &recvs, sig(Kind::Alltoallw, 0, BYTE, 0, -1))?,
-        }
+        coll::alltoallv(&c, &sends, &recvs, sig(Kind::Alltoallw, 0, BYTE, 0, -1))?;
         for b in &rb {
             // SAFETY: MPI: recvbuf holds every rank's block, to write.
             unsafe { b.store_all_but(None) };

@@ -1,6 +1,8 @@
-//! The arguments of the blocking collectives on intercommunicators (the algorithms:
-//! `crate::intercomm::coll`). Each collective's api function resolves its communicator and,
-//! when it is an intercommunicator, hands the raw arguments here.
+//! The arguments of the collectives on intercommunicators (the algorithms:
+//! `crate::intercomm::coll`). Each function checks a call's arguments and returns its
+//! [`Plan`]: the blocking form drives it to its end at once ([`run`]), `MPI_Ixxx` and
+//! `MPI_Xxx_init` launch it as the intracommunicator plans are (the functions of
+//! [`super::plan`] hand intercommunicators here), so one path serves all three forms.
 //!
 //! What differs from intracommunicators (MPI 4.1 §6.2.2):
 //! - the rooted calls take `root` = `MPI_ROOT` at the root, `MPI_PROC_NULL` at the rest of the
@@ -15,12 +17,19 @@
 #![allow(clippy::too_many_arguments)]
 
 use std::ffi::{c_int, c_void};
+use std::sync::Arc;
 
 use super::blocks::{laid_out, one, read_only, regular, Ints, Laid, Side, RECV, SEND};
+use super::nb::finishing;
+use super::plan::{keeping, Finish, Parts, Plan};
 use super::*;
+use crate::coll::Reduction;
 use crate::comm::{Comm, Inter};
+use crate::datatype::{ElemType, ReduceOp};
 use crate::error::{Class, Error, Result};
-use crate::intercomm::coll::{self as icoll, Root};
+use crate::intercomm::coll::{self as icoll, Root, Stages};
+use crate::request::{Op, Sched};
+use crate::stats::Coll;
 
 const ROOT: c_int = -3;
 
@@ -55,6 +64,41 @@ fn host_only(name: &'static str, bufs: &[*const c_void]) -> Result<()> {
     crate::cuda::refuse_device(name, bufs)
 }
 
+/// Drives a blocking call's plan to its end on the caller's thread (the same wait as every
+/// blocking collective's).
+pub(super) fn run(c: &Arc<Comm>, mut plan: Plan) -> Result<()> {
+    let mut sched = plan.launch(c)?;
+    match crate::engine::drive(&c.ep, &mut sched) {
+        Ok(()) => sched.complete().map(drop),
+        Err(e) => Err(sched.failed(e)),
+    }
+}
+
+fn inter_of(c: &Comm) -> &Inter {
+    c.inter()
+        .expect("an intercommunicator's plan launches on that intercommunicator")
+}
+
+/// The request's op: the stages `build` makes on `c`'s [`Inter`], `finish` run on completion.
+fn launch(
+    c: &Arc<Comm>,
+    finish: Finish,
+    build: impl for<'c> FnOnce(&'c Inter) -> Result<Stages<'c>>,
+) -> Result<Sched> {
+    Sched::stages(c.clone(), move |c| build(inter_of(c)), finish)
+}
+
+/// The plan of a process that takes no part in a rooted call (`MPI_PROC_NULL`): it still
+/// takes the call's number on the bridge.
+fn bystander(stat: Option<Coll>, build: for<'c> fn(&'c Inter) -> Result<Stages<'c>>) -> Plan {
+    Plan::new(stat, move |c| launch(c, None, build))
+}
+
+/// `MPI_Barrier` (and the barrier of `MPI_Comm_disconnect`).
+pub(super) fn barrier() -> Plan {
+    Plan::new(Some(Coll::Barrier), |c| launch(c, None, icoll::barrier))
+}
+
 /// The per-remote-process blocks of `buf`: `count` items each, back to back (`arrays` is
 /// `None`: Gather, Scatter, Allgather, Alltoall), or `counts[j]` items at `displs[j]`
 /// (the `v` forms). `names`: the buffer, the scalar count, the count array, the displacement
@@ -83,16 +127,18 @@ unsafe fn blocks_of(
 
 pub(super) unsafe fn bcast(
     name: &'static str,
-    c: &Comm,
-    inter: &Inter,
     buf: *mut c_void,
     count: Count,
     dt: c_int,
     root: c_int,
-) -> Result<()> {
+    c: &Comm,
+) -> Result<Plan> {
     let root = root_of(root, c)?;
     if root == Root::Bystander {
-        return Ok(());
+        fn nothing(i: &Inter) -> Result<Stages<'_>> {
+            icoll::bcast(i, std::ptr::null_mut(), 0, Root::Bystander)
+        }
+        return Ok(bystander(Some(Coll::Bcast), nothing));
     }
     host_only(name, &[buf])?;
     let cnt = count_arg(count, "count")?;
@@ -100,28 +146,33 @@ pub(super) unsafe fn bcast(
     let len = v.bytes(cnt, "count")?;
     buf_arg(buf, len, "buffer")?;
     let is_root = root == Root::Mine;
-    // SAFETY: MPI: `buf` holds `count` items; the root's are read, the others' written.
-    let st = unsafe { v.stage(buf, cnt, is_root, !is_root) };
-    icoll::bcast(inter, st.ptr(), len, root)?;
-    // SAFETY: as above.
-    unsafe { st.finish() };
-    Ok(())
+    Ok(Plan::new(Some(Coll::Bcast), move |c| {
+        // SAFETY: MPI: `buf` holds `count` items; the root's are read, the others' written.
+        let st = unsafe { v.stage(buf, cnt, is_root, !is_root) };
+        let p = st.ptr();
+        launch(c, finishing(st), move |i| icoll::bcast(i, p, len, root))
+    }))
 }
 
 pub(super) unsafe fn reduce(
     name: &'static str,
-    c: &Comm,
-    inter: &Inter,
     send: *const c_void,
     recv: *mut c_void,
     count: Count,
     dt: c_int,
     op: c_int,
     root: c_int,
-) -> Result<()> {
+    c: &Comm,
+) -> Result<Plan> {
     let root = root_of(root, c)?;
+    fn nothing(i: &Inter) -> Result<Stages<'_>> {
+        let dt = crate::intercomm::bytes_dt();
+        let red = Reduction::builtin(ElemType::Byte, ReduceOp::Bor);
+        let (s, r) = (std::ptr::null(), std::ptr::null_mut());
+        icoll::reduce(i, s, r, 0, &dt, red, Root::Bystander)
+    }
     if root == Root::Bystander {
-        return Ok(());
+        return Ok(bystander(Some(Coll::Reduce), nothing));
     }
     let cnt = count_arg(count, "count")?;
     let t = type_arg(dt, "datatype")?;
@@ -132,113 +183,112 @@ pub(super) unsafe fn reduce(
         // The root contributes nothing: only its recvbuf is significant.
         host_only(name, &[recv])?;
         buf_arg(recv, len, "recvbuf")?;
-        // SAFETY: MPI: the root's recvbuf holds `count` items to write.
-        let st = unsafe { view.stage(recv, cnt, false, true) };
-        icoll::reduce(
-            inter,
-            std::ptr::null(),
-            st.ptr(),
-            elems,
-            &view.dt,
-            red,
-            root,
-        )?;
-        // SAFETY: as above.
-        unsafe { st.finish() };
     } else {
         not_in_place(send, "sendbuf")?;
         host_only(name, &[send])?;
         buf_arg(send, len, "sendbuf")?;
-        // SAFETY: MPI: sendbuf holds `count` items to read.
-        let st = unsafe { view.stage(send, cnt, true, false) };
-        icoll::reduce(
-            inter,
-            st.ptr(),
-            std::ptr::null_mut(),
-            elems,
-            &view.dt,
-            red,
-            root,
-        )?;
     }
-    Ok(())
+    Ok(Plan::new(Some(Coll::Reduce), move |c| {
+        let dtv = view.dt;
+        if root == Root::Mine {
+            // SAFETY: MPI: the root's recvbuf holds `count` items to write.
+            let st = unsafe { view.stage(recv, cnt, false, true) };
+            let out = st.ptr();
+            launch(c, finishing(st), move |i| {
+                icoll::reduce(i, std::ptr::null(), out, elems, &dtv, red, root)
+            })
+        } else {
+            // SAFETY: MPI: sendbuf holds `count` items to read.
+            let st = unsafe { view.stage(send, cnt, true, false) };
+            let inp = st.ptr() as *const u8;
+            launch(c, keeping(st, drop), move |i| {
+                icoll::reduce(i, inp, std::ptr::null_mut(), elems, &dtv, red, root)
+            })
+        }
+    }))
 }
 
 pub(super) unsafe fn allreduce(
     name: &'static str,
-    inter: &Inter,
     send: *const c_void,
     recv: *mut c_void,
     count: Count,
     dt: c_int,
     op: c_int,
-) -> Result<()> {
+) -> Result<Plan> {
     not_in_place(send, "sendbuf")?;
     host_only(name, &[send, recv])?;
+    // A dry run checks the arguments; launching stages again.
     // SAFETY: MPI's contract for sendbuf/recvbuf, checked inside.
-    let io = unsafe { ReduceIo::new(send, recv, count, dt, op) }?;
-    icoll::allreduce(
-        inter,
-        io.input,
-        io.output.ptr(),
-        io.elems,
-        &io.view.dt,
-        io.red,
-    )?;
-    // SAFETY: the output was staged from recvbuf for this call.
-    unsafe { io.output.finish() };
-    Ok(())
+    drop(unsafe { ReduceIo::new(send, recv, count, dt, op) }?);
+    Ok(Plan::new(Some(Coll::Allreduce), move |c| {
+        // SAFETY: as above.
+        let io = unsafe { ReduceIo::new(send, recv, count, dt, op) }?;
+        let (inp, out, n, dtv, red) = (io.input, io.output.ptr(), io.elems, io.view.dt, io.red);
+        let finish = keeping(io, |io| {
+            // SAFETY: staged from recvbuf for this request, which MPI keeps valid until
+            // completion.
+            unsafe { io.output.finish() }
+        });
+        launch(c, finish, move |i| {
+            icoll::allreduce(i, inp, out, n, &dtv, red)
+        })
+    }))
 }
 
-/// `counts(i)`: local process `i`'s count.
+/// Reduce_scatter and Reduce_scatter_block: `counts[i]` is local process `i`'s count.
 pub(super) unsafe fn reduce_scatter(
     name: &'static str,
-    inter: &Inter,
     send: *const c_void,
     recv: *mut c_void,
-    counts: &dyn Fn(usize) -> Result<usize>,
+    counts: Vec<usize>,
     dt: c_int,
     op: c_int,
-) -> Result<()> {
+    stat: Coll,
+    c: &Comm,
+) -> Result<Plan> {
+    let inter = inter_of(c);
     not_in_place(send, "sendbuf")?;
     host_only(name, &[send, recv])?;
     let t = type_arg(dt, "datatype")?;
     let (red, view) = reduce_args(op, &t)?;
-    let n = inter.local.len();
-    let items: Vec<usize> = (0..n).map(counts).collect::<Result<_>>()?;
-    let total_items = items
+    let total_items = counts
         .iter()
         .try_fold(0usize, |a, &b| a.checked_add(b))
         .ok_or_else(|| Error::new(Class::Count, "the counts add up to too much"))?;
     let total = view.bytes(total_items, "total count")?;
-    let my_items = items[inter.local_comm.rank];
+    let my_items = counts[inter.local_comm.rank];
     let mine = view.bytes(my_items, "recvcount")?;
     buf_arg(send, total, "sendbuf")?;
     buf_arg(recv, mine, "recvbuf")?;
     no_alias(send, recv, mine.min(total))?;
     // Elements (of `view.dt`) per item: the staged buffers hold elements.
     let per = view.count(1, "count")?;
-    let elems: Vec<usize> = items.iter().map(|&i| i * per).collect();
-    // SAFETY: MPI: sendbuf holds the counts' sum of items to read, recvbuf this process's
-    // count to write; both ranges checked above.
-    let (s, r) = unsafe {
-        (
-            view.stage(send, total_items, true, false),
-            view.stage(recv, my_items, false, true),
-        )
-    };
-    icoll::reduce_scatter(inter, s.ptr(), r.ptr(), &elems, &view.dt, red)?;
-    // SAFETY: as above.
-    unsafe { r.finish() };
-    Ok(())
+    let elems: Vec<usize> = counts.iter().map(|&i| i * per).collect();
+    Ok(Plan::new(Some(stat), move |c| {
+        // SAFETY: MPI: sendbuf holds the counts' sum of items to read, recvbuf this process's
+        // count to write; both ranges checked above.
+        let (s, r) = unsafe {
+            (
+                view.stage(send, total_items, true, false),
+                view.stage(recv, my_items, false, true),
+            )
+        };
+        let (inp, out, dtv, elems) = (s.ptr() as *const u8, r.ptr(), view.dt, elems.clone());
+        let finish = keeping((s, r), |(_s, r)| {
+            // SAFETY: staged from recvbuf for this request.
+            unsafe { r.finish() }
+        });
+        launch(c, finish, move |i| {
+            icoll::reduce_scatter(i, inp, out, &elems, &dtv, red)
+        })
+    }))
 }
 
 /// Gather and Gatherv: `counts_displs` is `None` for Gather (`recvcount` blocks back to
 /// back), the root's arrays for Gatherv.
 pub(super) unsafe fn gatherv(
     name: &'static str,
-    c: &Comm,
-    inter: &Inter,
     send: *const c_void,
     scount: Count,
     sdt: c_int,
@@ -247,16 +297,25 @@ pub(super) unsafe fn gatherv(
     counts_displs: Option<(Ints, Ints)>,
     rdt: c_int,
     root: c_int,
-) -> Result<()> {
+    c: &Comm,
+) -> Result<Plan> {
+    fn nothing(i: &Inter) -> Result<Stages<'_>> {
+        icoll::gatherv(i, (std::ptr::null(), 0), &[], Root::Bystander)
+    }
     match root_of(root, c)? {
-        Root::Bystander => Ok(()),
+        Root::Bystander => Ok(bystander(None, nothing)),
         Root::Remote(r) => {
             not_in_place(send, "sendbuf")?;
             host_only(name, &[send])?;
             let s = one(send, scount, sdt, SEND)?;
-            // SAFETY: MPI: sendbuf holds `sendcount` items to read.
-            let st = unsafe { s.side.v.stage(send, s.count, true, false) };
-            icoll::gatherv(inter, (st.ptr(), s.t.bytes), &[], Root::Remote(r))
+            Ok(Plan::new(None, move |c| {
+                // SAFETY: MPI: sendbuf holds `sendcount` items to read.
+                let st = unsafe { s.side.v.stage(send, s.count, true, false) };
+                let blk = (st.ptr() as *const u8, s.t.bytes);
+                launch(c, keeping(st, drop), move |i| {
+                    icoll::gatherv(i, blk, &[], Root::Remote(r))
+                })
+            }))
         }
         Root::Mine => {
             host_only(name, &[recv])?;
@@ -272,11 +331,17 @@ pub(super) unsafe fn gatherv(
                     ["recvbuf", "recvcount", "recvcounts", "displs"],
                 )
             }?;
-            let rb = rs.v.blocks(recv, &laid.items);
-            icoll::gatherv(inter, (std::ptr::null(), 0), rb.spans(), Root::Mine)?;
-            // SAFETY: MPI: recvbuf holds every remote process's block, to write.
-            unsafe { rb.store_all_but(None) };
-            Ok(())
+            Ok(Plan::new(None, move |c| {
+                let rb = rs.v.blocks(recv, &laid.items);
+                let spans = rb.spans().to_vec();
+                let finish = keeping(rb, |rb| {
+                    // SAFETY: MPI: recvbuf holds every remote process's block, to write.
+                    unsafe { rb.store_all_but(None) }
+                });
+                launch(c, finish, move |i| {
+                    icoll::gatherv(i, (std::ptr::null(), 0), &spans, Root::Mine)
+                })
+            }))
         }
     }
 }
@@ -284,8 +349,6 @@ pub(super) unsafe fn gatherv(
 /// Scatter and Scatterv (`counts_displs` as in [`gatherv`], for the send side).
 pub(super) unsafe fn scatterv(
     name: &'static str,
-    c: &Comm,
-    inter: &Inter,
     send: *const c_void,
     scount: Count,
     counts_displs: Option<(Ints, Ints)>,
@@ -294,19 +357,25 @@ pub(super) unsafe fn scatterv(
     rcount: Count,
     rdt: c_int,
     root: c_int,
-) -> Result<()> {
+    c: &Comm,
+) -> Result<Plan> {
+    fn nothing(i: &Inter) -> Result<Stages<'_>> {
+        icoll::scatterv(i, &[], (std::ptr::null_mut(), 0), Root::Bystander)
+    }
     match root_of(root, c)? {
-        Root::Bystander => Ok(()),
+        Root::Bystander => Ok(bystander(None, nothing)),
         Root::Remote(r) => {
             not_in_place(recv, "recvbuf")?;
             host_only(name, &[recv])?;
             let o = one(recv, rcount, rdt, RECV)?;
-            // SAFETY: MPI: recvbuf holds `recvcount` items to write.
-            let st = unsafe { o.side.v.stage(recv, o.count, false, true) };
-            icoll::scatterv(inter, &[], (st.ptr(), o.t.bytes), Root::Remote(r))?;
-            // SAFETY: as above.
-            unsafe { st.finish() };
-            Ok(())
+            Ok(Plan::new(None, move |c| {
+                // SAFETY: MPI: recvbuf holds `recvcount` items to write.
+                let st = unsafe { o.side.v.stage(recv, o.count, false, true) };
+                let blk = (st.ptr(), o.t.bytes);
+                launch(c, finishing(st), move |i| {
+                    icoll::scatterv(i, &[], blk, Root::Remote(r))
+                })
+            }))
         }
         Root::Mine => {
             host_only(name, &[send])?;
@@ -322,15 +391,15 @@ pub(super) unsafe fn scatterv(
                     ["sendbuf", "sendcount", "sendcounts", "displs"],
                 )
             }?;
-            let sb = ss.v.blocks(send, &laid.items);
-            // SAFETY: MPI: sendbuf holds every remote process's block, to read.
-            unsafe { sb.load_all_but(None) };
-            icoll::scatterv(
-                inter,
-                &read_only(sb.spans()),
-                (std::ptr::null_mut(), 0),
-                Root::Mine,
-            )
+            Ok(Plan::new(None, move |c| {
+                let sb = ss.v.blocks(send, &laid.items);
+                // SAFETY: MPI: sendbuf holds every remote process's block, to read.
+                unsafe { sb.load_all_but(None) };
+                let spans = read_only(sb.spans());
+                launch(c, keeping(sb, drop), move |i| {
+                    icoll::scatterv(i, &spans, (std::ptr::null_mut(), 0), Root::Mine)
+                })
+            }))
         }
     }
 }
@@ -338,8 +407,6 @@ pub(super) unsafe fn scatterv(
 /// Allgather and Allgatherv (`counts_displs` as in [`gatherv`]).
 pub(super) unsafe fn allgatherv(
     name: &'static str,
-    c: &Comm,
-    inter: &Inter,
     send: *const c_void,
     scount: Count,
     sdt: c_int,
@@ -347,7 +414,8 @@ pub(super) unsafe fn allgatherv(
     rcount: Count,
     counts_displs: Option<(Ints, Ints)>,
     rdt: c_int,
-) -> Result<()> {
+    c: &Comm,
+) -> Result<Plan> {
     not_in_place(send, "sendbuf")?;
     host_only(name, &[send, recv])?;
     let s = one(send, scount, sdt, SEND)?;
@@ -364,21 +432,23 @@ pub(super) unsafe fn allgatherv(
         )
     }?;
     no_alias(send, recv, s.t.bytes.max(laid.bytes()))?;
-    let rb = rs.v.blocks(recv, &laid.items);
-    // SAFETY: MPI: sendbuf holds `sendcount` items to read.
-    let st = unsafe { s.side.v.stage(send, s.count, true, false) };
-    icoll::allgatherv(inter, (st.ptr(), s.t.bytes), rb.spans())?;
-    // SAFETY: MPI: recvbuf holds every remote process's block, to write.
-    unsafe { rb.store_all_but(None) };
-    Ok(())
+    Ok(Plan::new(None, move |c| {
+        let rb = rs.v.blocks(recv, &laid.items);
+        // SAFETY: MPI: sendbuf holds `sendcount` items to read.
+        let st = unsafe { s.side.v.stage(send, s.count, true, false) };
+        let (blk, spans) = ((st.ptr() as *const u8, s.t.bytes), rb.spans().to_vec());
+        let finish = keeping((st, rb), |(_st, rb)| {
+            // SAFETY: MPI: recvbuf holds every remote process's block, to write.
+            unsafe { rb.store_all_but(None) }
+        });
+        launch(c, finish, move |i| icoll::allgatherv(i, blk, &spans))
+    }))
 }
 
 /// Alltoall and Alltoallv: `v` is `None` for Alltoall, else (sendcounts, sdispls, recvcounts,
 /// rdispls), each per remote process.
 pub(super) unsafe fn alltoallv(
     name: &'static str,
-    c: &Comm,
-    inter: &Inter,
     send: *const c_void,
     scount: Count,
     sdt: c_int,
@@ -386,7 +456,8 @@ pub(super) unsafe fn alltoallv(
     rcount: Count,
     rdt: c_int,
     v: Option<(Ints, Ints, Ints, Ints)>,
-) -> Result<()> {
+    c: &Comm,
+) -> Result<Plan> {
     not_in_place(send, "sendbuf")?;
     host_only(name, &[send, recv])?;
     let n = c.size();
@@ -414,12 +485,45 @@ pub(super) unsafe fn alltoallv(
         )
     };
     no_alias(send, recv, slaid.bytes().max(rlaid.bytes()))?;
-    let sb = ss.v.blocks(send, &slaid.items);
-    let rb = rs.v.blocks(recv, &rlaid.items);
-    // SAFETY: MPI: sendbuf holds every remote process's block, to read.
-    unsafe { sb.load_all_but(None) };
-    icoll::alltoallv(inter, &read_only(sb.spans()), rb.spans())?;
-    // SAFETY: MPI: recvbuf holds every remote process's block, to write.
-    unsafe { rb.store_all_but(None) };
-    Ok(())
+    Ok(exchange(
+        Some((send, Parts::One(ss, slaid))),
+        recv,
+        Parts::One(rs, rlaid),
+    ))
+}
+
+/// Alltoallw: the blocks laid out by [`super::plan::alltoallw_parts`].
+pub(super) fn alltoallw(
+    send: Option<(*const c_void, Parts)>,
+    recv: *mut c_void,
+    rparts: Parts,
+) -> Result<Plan> {
+    if send.is_none() {
+        return Err(Error::new(
+            Class::Buffer,
+            "sendbuf may not be MPI_IN_PLACE on an intercommunicator",
+        ));
+    }
+    Ok(exchange(send, recv, rparts))
+}
+
+/// The all-to-all exchange of `send`'s blocks into `recv`'s, as a plan.
+fn exchange(send: Option<(*const c_void, Parts)>, recv: *mut c_void, rparts: Parts) -> Plan {
+    Plan::new(None, move |c| {
+        let (rb, sb) = super::plan::stage_exchange(&send, recv, &rparts);
+        let sends: Vec<_> = sb
+            .as_ref()
+            .unwrap_or(&rb)
+            .iter()
+            .flat_map(|b| read_only(b.spans()))
+            .collect();
+        let recvs: Vec<_> = rb.iter().flat_map(|b| b.spans().iter().copied()).collect();
+        let finish = keeping((sb, rb), |(_sb, rb)| {
+            for b in &rb {
+                // SAFETY: MPI: recvbuf holds every remote process's block, to write.
+                unsafe { b.store_all_but(None) }
+            }
+        });
+        launch(c, finish, move |i| icoll::alltoallv(i, &sends, &recvs))
+    })
 }

@@ -134,7 +134,7 @@ pub fn start_nonblocking(
     make: impl FnOnce(&Comm) -> Result<Plan>,
 ) -> c_int {
     guard(name, Some(comm), || {
-        let c = comm_of(runtime::get()?, comm)?;
+        let c = any_comm_of(runtime::get()?, comm)?;
         let plan = make(&c)?;
         req_arg(req)?;
         if let Some(stat) = plan.stat {

@@ -62,7 +62,7 @@ pub fn start_persistent(
     make: impl FnOnce(&Comm) -> Result<Plan>,
 ) -> c_int {
     guard(name, Some(comm), || {
-        let c = comm_of(runtime::get()?, comm)?;
+        let c = any_comm_of(runtime::get()?, comm)?;
         let mut plan = make(&c)?;
         info_arg(info)?;
         req_arg(req)?;

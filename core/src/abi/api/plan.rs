@@ -29,6 +29,7 @@ use super::blocks::{
 };
 use super::coll::{ReduceIo, ReduceScatterIo, RootReduceIo};
 use super::data_movement::alltoall_sides;
+use super::intercomm_coll;
 use super::nb::{finishing, Unsent};
 use super::*;
 use crate::coll;
@@ -68,10 +69,10 @@ impl Plan {
     }
 }
 
-type Finish = Option<Box<dyn FnOnce() + Send>>;
+pub(super) type Finish = Option<Box<dyn FnOnce() + Send>>;
 
 /// A completion closure that keeps `v` (staging the schedule reads) alive, then runs `f` on it.
-fn keeping<T: 'static>(v: T, f: impl FnOnce(T) + 'static) -> Finish {
+pub(super) fn keeping<T: 'static>(v: T, f: impl FnOnce(T) + 'static) -> Finish {
     let v = Unsent((v, f));
     Some(Box::new(move || {
         let (v, f) = v.take();
@@ -79,7 +80,24 @@ fn keeping<T: 'static>(v: T, f: impl FnOnce(T) + 'static) -> Finish {
     }))
 }
 
-pub unsafe fn barrier(_c: &Comm) -> Result<Plan> {
+/// What a device buffer passed to a collective on an intercommunicator is refused for.
+const ICOLL: &str = "collectives on intercommunicators";
+
+/// Refuses an intercommunicator for a collective MPI defines on intracommunicators only.
+fn intra_only(c: &Comm, what: &str) -> Result<()> {
+    if c.inter().is_some() {
+        return Err(Error::new(
+            Class::Comm,
+            format!("{what} is defined on intracommunicators only; the communicator is an intercommunicator"),
+        ));
+    }
+    Ok(())
+}
+
+pub unsafe fn barrier(c: &Comm) -> Result<Plan> {
+    if c.inter().is_some() {
+        return Ok(intercomm_coll::barrier());
+    }
     Ok(Plan::new(Some(Coll::Barrier), |c| {
         Sched::new(c.clone(), coll::build_barrier, None)
     }))
@@ -92,6 +110,10 @@ pub unsafe fn bcast(
     root: c_int,
     c: &Comm,
 ) -> Result<Plan> {
+    if c.inter().is_some() {
+        // SAFETY: forwarded contract.
+        return unsafe { intercomm_coll::bcast(ICOLL, buf, count, dt, root, c) };
+    }
     host_only(&[buf])?;
     let cnt = count_arg(count, "count")?;
     let v = type_arg(dt, "datatype")?.moving();
@@ -118,8 +140,12 @@ pub unsafe fn allreduce(
     count: Count,
     dt: c_int,
     op: c_int,
-    _c: &Comm,
+    c: &Comm,
 ) -> Result<Plan> {
+    if c.inter().is_some() {
+        // SAFETY: forwarded contract.
+        return unsafe { intercomm_coll::allreduce(ICOLL, send, recv, count, dt, op) };
+    }
     host_only(&[send, recv as *const c_void])?;
     // A dry run checks the arguments; launching stages again.
     // SAFETY: MPI's contract for sendbuf/recvbuf, checked inside.
@@ -152,6 +178,10 @@ pub unsafe fn reduce(
     root: c_int,
     c: &Comm,
 ) -> Result<Plan> {
+    if c.inter().is_some() {
+        // SAFETY: forwarded contract.
+        return unsafe { intercomm_coll::reduce(ICOLL, send, recv, count, dt, op, root, c) };
+    }
     host_only(&[send, recv as *const c_void])?;
     // SAFETY: MPI's contract for sendbuf/recvbuf, checked inside (a dry run, as above).
     drop(unsafe { RootReduceIo::new(send, recv, count, dt, op, root, c, false) }?);
@@ -187,6 +217,12 @@ pub unsafe fn allgather(
     rdt: c_int,
     c: &Comm,
 ) -> Result<Plan> {
+    if c.inter().is_some() {
+        // SAFETY: forwarded contract.
+        return unsafe {
+            intercomm_coll::allgatherv(ICOLL, send, scount, sdt, recv, rcount, None, rdt, c)
+        };
+    }
     host_only(&[send, recv as *const c_void])?;
     let rcnt = count_arg(rcount, "recvcount")?;
     let rt = type_arg(rdt, "recvtype")?;
@@ -253,6 +289,23 @@ pub unsafe fn reduce_scatter(
     op: c_int,
     c: &Comm,
 ) -> Result<Plan> {
+    if let Some(inter) = c.inter() {
+        // SAFETY: forwarded contract (one count per local process).
+        let counts = unsafe { scatter_counts(recvcounts, inter.local.len()) }?;
+        // SAFETY: forwarded contract.
+        return unsafe {
+            intercomm_coll::reduce_scatter(
+                ICOLL,
+                send,
+                recv,
+                counts,
+                dt,
+                op,
+                Coll::ReduceScatter,
+                c,
+            )
+        };
+    }
     // SAFETY: forwarded contract (one count per rank).
     let counts = unsafe { scatter_counts(recvcounts, c.size()) }?;
     // SAFETY: forwarded contract.
@@ -267,6 +320,22 @@ pub unsafe fn reduce_scatter_block(
     op: c_int,
     c: &Comm,
 ) -> Result<Plan> {
+    if let Some(inter) = c.inter() {
+        let counts = vec![count_arg(recvcount, "recvcount")?; inter.local.len()];
+        // SAFETY: forwarded contract.
+        return unsafe {
+            intercomm_coll::reduce_scatter(
+                ICOLL,
+                send,
+                recv,
+                counts,
+                dt,
+                op,
+                Coll::ReduceScatterBlock,
+                c,
+            )
+        };
+    }
     let n = count_arg(recvcount, "recvcount")?;
     let kind = Kind::ReduceScatterBlock;
     // SAFETY: forwarded contract.
@@ -336,6 +405,11 @@ pub unsafe fn allgatherv(
     rdt: c_int,
     c: &Comm,
 ) -> Result<Plan> {
+    if c.inter().is_some() {
+        let v = Some((rcounts, displs));
+        // SAFETY: forwarded contract.
+        return unsafe { intercomm_coll::allgatherv(ICOLL, send, scount, sdt, recv, 0, v, rdt, c) };
+    }
     host_only(&[send, recv as *const c_void])?;
     let (n, r) = (c.size(), c.rank);
     // SAFETY: MPI requires both arrays to hold one element per rank.
@@ -458,6 +532,12 @@ pub unsafe fn alltoall(
     rdt: c_int,
     c: &Comm,
 ) -> Result<Plan> {
+    if c.inter().is_some() {
+        // SAFETY: forwarded contract.
+        return unsafe {
+            intercomm_coll::alltoallv(ICOLL, send, scount, sdt, recv, rcount, rdt, None, c)
+        };
+    }
     host_only(&[send, recv as *const c_void])?;
     let (rs, rlaid, sendside) = alltoall_sides(send, scount, sdt, recv, rcount, rdt, c)?;
     let s = sig(Kind::Alltoall, rlaid.typed[0].sig, BYTE, 0, -1);
@@ -518,6 +598,11 @@ pub unsafe fn alltoallv(
     rdt: c_int,
     c: &Comm,
 ) -> Result<Plan> {
+    if c.inter().is_some() {
+        let v = Some((scounts, sdispls, rcounts, rdispls));
+        // SAFETY: forwarded contract.
+        return unsafe { intercomm_coll::alltoallv(ICOLL, send, 0, sdt, recv, 0, rdt, v, c) };
+    }
     host_only(&[send, recv as *const c_void])?;
     // SAFETY: forwarded contract.
     let (rp, sp) =
@@ -633,6 +718,9 @@ pub unsafe fn alltoallw(
             send, scounts, sdispls, stypes, recv, rcounts, rdispls, rtypes, c,
         )
     }?;
+    if c.inter().is_some() {
+        return intercomm_coll::alltoallw(sp, recv, rp);
+    }
     Ok(exchange(sp, recv, rp, sig(Kind::Alltoallw, 0, BYTE, 0, -1)))
 }
 
@@ -650,6 +738,12 @@ pub unsafe fn gather(
     root: c_int,
     c: &Comm,
 ) -> Result<Plan> {
+    if c.inter().is_some() {
+        // SAFETY: forwarded contract.
+        return unsafe {
+            intercomm_coll::gatherv(ICOLL, send, scount, sdt, recv, rcount, None, rdt, root, c)
+        };
+    }
     // SAFETY: forwarded contract.
     unsafe { gather_any(send, scount, sdt, recv, rcount, None, rdt, root, c) }
 }
@@ -666,6 +760,13 @@ pub unsafe fn gatherv(
     root: c_int,
     c: &Comm,
 ) -> Result<Plan> {
+    if c.inter().is_some() {
+        let v = Some((rcounts, displs));
+        // SAFETY: forwarded contract.
+        return unsafe {
+            intercomm_coll::gatherv(ICOLL, send, scount, sdt, recv, 0, v, rdt, root, c)
+        };
+    }
     let counts = Some((rcounts, displs));
     // SAFETY: forwarded contract.
     unsafe { gather_any(send, scount, sdt, recv, 0, counts, rdt, root, c) }
@@ -773,6 +874,12 @@ pub unsafe fn scatter(
     root: c_int,
     c: &Comm,
 ) -> Result<Plan> {
+    if c.inter().is_some() {
+        // SAFETY: forwarded contract.
+        return unsafe {
+            intercomm_coll::scatterv(ICOLL, send, scount, None, sdt, recv, rcount, rdt, root, c)
+        };
+    }
     // SAFETY: forwarded contract.
     unsafe { scatter_any(send, scount, None, sdt, recv, rcount, rdt, root, c) }
 }
@@ -789,6 +896,13 @@ pub unsafe fn scatterv(
     root: c_int,
     c: &Comm,
 ) -> Result<Plan> {
+    if c.inter().is_some() {
+        let v = Some((scounts, displs));
+        // SAFETY: forwarded contract.
+        return unsafe {
+            intercomm_coll::scatterv(ICOLL, send, 0, v, sdt, recv, rcount, rdt, root, c)
+        };
+    }
     let counts = Some((scounts, displs));
     // SAFETY: forwarded contract.
     unsafe { scatter_any(send, 0, counts, sdt, recv, rcount, rdt, root, c) }
@@ -895,8 +1009,9 @@ pub unsafe fn scan(
     count: Count,
     dt: c_int,
     op: c_int,
-    _c: &Comm,
+    c: &Comm,
 ) -> Result<Plan> {
+    intra_only(c, "MPI_Scan")?;
     // SAFETY: forwarded contract.
     unsafe { scan_any(false, send, recv, count, dt, op) }
 }
@@ -907,8 +1022,9 @@ pub unsafe fn exscan(
     count: Count,
     dt: c_int,
     op: c_int,
-    _c: &Comm,
+    c: &Comm,
 ) -> Result<Plan> {
+    intra_only(c, "MPI_Exscan")?;
     // SAFETY: forwarded contract.
     unsafe { scan_any(true, send, recv, count, dt, op) }
 }
