@@ -45,7 +45,7 @@ fn buf(ptr: *const u8, mem: Mem) -> Buf {
 /// A barrier over `c`, intra- or intercommunicator (`MPI_Barrier`, `MPI_Comm_disconnect`).
 pub(super) fn barrier_on(c: &Arc<Comm>) -> Result<()> {
     match c.inter() {
-        Some(_) => intercomm_coll::run(c, intercomm_coll::barrier()),
+        Some(_) => intercomm_coll::barrier().run(c),
         None => coll::barrier(c),
     }
 }
@@ -73,7 +73,7 @@ pub unsafe fn bcast(
             if c.inter().is_some() {
                 // SAFETY: the caller's contract, forwarded.
                 let plan = unsafe { intercomm_coll::bcast(name, buf, count, dt, root, &c) }?;
-                return intercomm_coll::run(&c, plan);
+                return plan.run(&c);
             }
             let cnt = count_arg(count, "count")?;
             let v = type_arg(dt, "datatype")?.moving();
@@ -116,7 +116,7 @@ pub unsafe fn reduce(
                 // SAFETY: the caller's contract, forwarded.
                 let plan =
                     unsafe { intercomm_coll::reduce(name, send, recv, count, dt, op, root, &c) }?;
-                return intercomm_coll::run(&c, plan);
+                return plan.run(&c);
             }
             // SAFETY: MPI's contract for sendbuf/recvbuf, checked inside.
             let io = unsafe { RootReduceIo::new(send, recv, count, dt, op, root, &c, true) }?;
@@ -147,7 +147,7 @@ pub unsafe fn allreduce(
             if c.inter().is_some() {
                 // SAFETY: the caller's contract, forwarded.
                 let plan = unsafe { intercomm_coll::allreduce(name, send, recv, count, dt, op) }?;
-                return intercomm_coll::run(&c, plan);
+                return plan.run(&c);
             }
             // SAFETY: MPI's contract for sendbuf/recvbuf, checked inside.
             let io = unsafe { ReduceIo::new_device(send, recv, count, dt, op, &c) }?;
@@ -580,7 +580,7 @@ pub unsafe fn allgather(
                 let plan = unsafe {
                     intercomm_coll::allgatherv(name, send, scount, sdt, recv, rcount, None, rdt, &c)
                 }?;
-                return intercomm_coll::run(&c, plan);
+                return plan.run(&c);
             }
             let rcnt = count_arg(rcount, "recvcount")?;
             let rt = type_arg(rdt, "recvtype")?;
@@ -704,7 +704,7 @@ pub unsafe fn reduce_scatter(
                 let plan = unsafe {
                     intercomm_coll::reduce_scatter(name, send, recv, counts, dt, op, stat, &c)
                 }?;
-                return intercomm_coll::run(&c, plan);
+                return plan.run(&c);
             }
             // SAFETY: get reads recvcounts[0..size], which MPI requires the caller to provide.
             unsafe { reduce_scatter_common(send, recv, &get, Kind::ReduceScatter, dt, op, &c) }
@@ -732,7 +732,7 @@ pub unsafe fn reduce_scatter_block(
                 let plan = unsafe {
                     intercomm_coll::reduce_scatter(name, send, recv, counts, dt, op, stat, &c)
                 }?;
-                return intercomm_coll::run(&c, plan);
+                return plan.run(&c);
             }
             // SAFETY: pointers are validated inside before use.
             unsafe {

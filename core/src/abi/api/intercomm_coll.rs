@@ -1,6 +1,6 @@
 //! The arguments of the collectives on intercommunicators (the algorithms:
 //! `crate::intercomm::coll`). Each function checks a call's arguments and returns its
-//! [`Plan`]: the blocking form drives it to its end at once ([`run`]), `MPI_Ixxx` and
+//! [`Plan`]: the blocking form drives it to its end at once ([`Plan::run`]), `MPI_Ixxx` and
 //! `MPI_Xxx_init` launch it as the intracommunicator plans are (the functions of
 //! [`super::plan`] hand intercommunicators here), so one path serves all three forms.
 //!
@@ -28,7 +28,7 @@ use crate::comm::{Comm, Inter};
 use crate::datatype::{ElemType, ReduceOp};
 use crate::error::{Class, Error, Result};
 use crate::intercomm::coll::{self as icoll, Root, Stages};
-use crate::request::{Op, Sched};
+use crate::request::Sched;
 use crate::stats::Coll;
 
 const ROOT: c_int = -3;
@@ -62,16 +62,6 @@ fn not_in_place(p: *const c_void, what: &str) -> Result<()> {
 
 fn host_only(name: &'static str, bufs: &[*const c_void]) -> Result<()> {
     crate::cuda::refuse_device(name, bufs)
-}
-
-/// Drives a blocking call's plan to its end on the caller's thread (the same wait as every
-/// blocking collective's).
-pub(super) fn run(c: &Arc<Comm>, mut plan: Plan) -> Result<()> {
-    let mut sched = plan.launch(c)?;
-    match crate::engine::drive(&c.ep, &mut sched) {
-        Ok(()) => sched.complete().map(drop),
-        Err(e) => Err(sched.failed(e)),
-    }
 }
 
 fn inter_of(c: &Comm) -> &Inter {

@@ -111,16 +111,9 @@ pub fn run_blocking(
     comm: c_int,
     make: impl FnOnce(&Comm) -> Result<Plan>,
 ) -> c_int {
-    use crate::request::Op;
     guard(name, Some(comm), || {
         let c = comm_of(runtime::get()?, comm)?;
-        let mut plan = make(&c)?;
-        let ep = c.ep.clone();
-        let mut sched = plan.launch(&c)?;
-        match crate::engine::drive(&ep, &mut sched) {
-            Ok(()) => sched.complete().map(drop),
-            Err(e) => Err(sched.failed(e)),
-        }
+        make(&c)?.run(&c)
     })
 }
 

@@ -25,10 +25,10 @@ use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
 use super::blocks::{
-    laid_out, one, own_recv, own_send, read_only, regular, Ints, Laid, Side, BYTE, RECV, SEND,
+    laid_out, matching, one, own_recv, own_send, read_only, regular, Ints, Laid, Side, BYTE, RECV,
+    SEND,
 };
 use super::coll::{ReduceIo, ReduceScatterIo, RootReduceIo};
-use super::data_movement::alltoall_sides;
 use super::intercomm_coll;
 use super::nb::{finishing, Unsent};
 use super::*;
@@ -67,6 +67,18 @@ impl Plan {
     pub(crate) fn launch(&mut self, c: &Arc<Comm>) -> Result<Sched> {
         (self.launch)(c)
     }
+
+    /// A blocking call: launches the plan and drives the schedule to its end on the caller's
+    /// thread (the same spin-then-sleep wait and liveness checks as every blocking collective;
+    /// no request, no progress thread).
+    pub(crate) fn run(mut self, c: &Arc<Comm>) -> Result<()> {
+        use crate::request::Op;
+        let mut sched = self.launch(c)?;
+        match crate::engine::drive(&c.ep, &mut sched) {
+            Ok(()) => sched.complete().map(drop),
+            Err(e) => Err(sched.failed(e)),
+        }
+    }
 }
 
 pub(super) type Finish = Option<Box<dyn FnOnce() + Send>>;
@@ -78,6 +90,12 @@ pub(super) fn keeping<T: 'static>(v: T, f: impl FnOnce(T) + 'static) -> Finish {
         let (v, f) = v.take();
         f(v)
     }))
+}
+
+/// Device buffers: only the blocking allreduce, bcast, reduce, allgather and reduce-scatter
+/// take them (their own entry points); every collective planned here refuses them.
+fn host_only(ptrs: &[*const c_void]) -> Result<()> {
+    crate::cuda::refuse_device("this collective", ptrs)
 }
 
 /// What a device buffer passed to a collective on an intercommunicator is refused for.
@@ -520,6 +538,39 @@ pub(crate) fn stage_exchange(
         unsafe { b.load_all_but(None) };
     }
     (rb, sb)
+}
+
+/// The checked layout of `MPI_Alltoall`'s buffers (and `MPI_Ialltoall`'s): the receive side,
+/// and the send side unless `MPI_IN_PLACE`.
+#[allow(clippy::type_complexity)]
+pub(crate) fn alltoall_sides(
+    send: *const c_void,
+    scount: Count,
+    sdt: c_int,
+    recv: *mut c_void,
+    rcount: Count,
+    rdt: c_int,
+    c: &Comm,
+) -> Result<(Side, Laid, Option<(Side, Laid)>)> {
+    let n = c.size();
+    let rcnt = count_arg(rcount, "recvcount")?;
+    let rs = Side::new(rdt, "recvtype")?;
+    let rlaid = regular(recv, &rs, rcnt, n, "recvbuf", "recvcount")?;
+    let sendside = if is_in_place(send) {
+        None
+    } else {
+        let scnt = count_arg(scount, "sendcount")?;
+        let ss = Side::new(sdt, "sendtype")?;
+        matching(
+            &ss.typed(scnt, "sendcount")?,
+            &rlaid.typed[0],
+            "recvcount×recvtype",
+        )?;
+        let slaid = regular(send, &ss, scnt, n, "sendbuf", "sendcount")?;
+        no_alias(send, recv, slaid.bytes())?;
+        Some((ss, slaid))
+    };
+    Ok((rs, rlaid, sendside))
 }
 
 #[allow(clippy::too_many_arguments)]
