@@ -158,28 +158,38 @@ fn build(local: &Comm, remote: Vec<usize>, mine: u64, theirs: u64, first: bool) 
     };
     let id = mix(mix(a) ^ b.rotate_left(17));
     let errh = local.errhandler.load(std::sync::atomic::Ordering::Relaxed);
-    let local_comm = Comm::new(
-        mix(id ^ if first { 0x0005_1dea } else { 0x0005_1deb }),
-        local.rank,
-        local.world.clone(),
-        local.ep.clone(),
-        errh,
-    );
+    let groups = (local.world.clone(), remote);
+    Ok(assemble(id, local.rank, groups, first, &local.ep, errh))
+}
+
+/// An intercommunicator of id `id` between `local` (this process is its rank `rank`) and
+/// `remote`, with its local intracommunicator and its bridge (ids derived from `id`, the
+/// local one differently on the two sides).
+fn assemble(
+    id: u64,
+    rank: usize,
+    (local, remote): (Vec<usize>, Vec<usize>),
+    first: bool,
+    ep: &std::sync::Arc<crate::endpoint::Endpoint>,
+    errh: i32,
+) -> Comm {
+    let local_id = mix(id ^ if first { 0x0005_1dea } else { 0x0005_1deb });
+    let local_comm = Comm::new(local_id, rank, local.clone(), ep.clone(), errh);
     let bridge = Comm::new(
         mix(id ^ 0x00b4_1d9e),
-        local.rank,
+        rank,
         remote.clone(),
-        local.ep.clone(),
+        ep.clone(),
         errh,
     );
-    let c = Comm::new(id, local.rank, remote, local.ep.clone(), errh);
+    let c = Comm::new(id, rank, remote, ep.clone(), errh);
     c.set_inter(Inter {
-        local: local.world.clone(),
+        local,
         local_comm,
         bridge,
         first,
     });
-    Ok(c)
+    c
 }
 
 /// `MPI_Comm_dup` of an intercommunicator: the same groups, new ids (both sides derive them
@@ -303,26 +313,5 @@ pub fn split(c: &Comm, inter: &Inter, color: Option<u64>, key: i32) -> Result<Op
     let first = mine.iter().min() < theirs.iter().min();
     let id = mix(base ^ mix(color));
     let errh = c.errhandler.load(std::sync::atomic::Ordering::Relaxed);
-    let local_comm = Comm::new(
-        mix(id ^ if first { 0x0005_1dea } else { 0x0005_1deb }),
-        rank,
-        mine.clone(),
-        c.ep.clone(),
-        errh,
-    );
-    let bridge = Comm::new(
-        mix(id ^ 0x00b4_1d9e),
-        rank,
-        theirs.clone(),
-        c.ep.clone(),
-        errh,
-    );
-    let n = Comm::new(id, rank, theirs, c.ep.clone(), errh);
-    n.set_inter(Inter {
-        local: mine,
-        local_comm,
-        bridge,
-        first,
-    });
-    Ok(Some(n))
+    Ok(Some(assemble(id, rank, (mine, theirs), first, &c.ep, errh)))
 }

@@ -75,10 +75,16 @@ pub unsafe fn comm_free(comm: *mut c_int) -> c_int {
         let rt = runtime::get()?;
         let handle = handle.ok_or_else(|| Error::new(Class::Arg, "comm is NULL"))?;
         any_comm_of(rt, handle)?;
-        super::attributes::delete_all(super::attributes::Kind::Comm, handle)?;
-        rt.free_comm(handle)?;
-        out(comm, "comm", h::COMM_NULL)
+        release(rt, comm, handle)
     })
+}
+
+/// The end of `MPI_Comm_free` and `MPI_Comm_disconnect`: the attributes' delete callbacks,
+/// the handle released, `*comm` set to `MPI_COMM_NULL`.
+fn release(rt: &runtime::Runtime, comm: *mut c_int, handle: c_int) -> Result<()> {
+    super::attributes::delete_all(super::attributes::Kind::Comm, handle)?;
+    rt.free_comm(handle)?;
+    out(comm, "comm", h::COMM_NULL)
 }
 
 /// `MPI_Comm_disconnect`: collective; every rank waits until all have reached it (messages
@@ -99,9 +105,7 @@ pub unsafe fn comm_disconnect(comm: *mut c_int) -> c_int {
         }
         let c = any_comm_of(rt, handle)?;
         super::coll::barrier_on(&c)?;
-        super::attributes::delete_all(super::attributes::Kind::Comm, handle)?;
-        rt.free_comm(handle)?;
-        out(comm, "comm", h::COMM_NULL)
+        release(rt, comm, handle)
     })
 }
 

@@ -12,7 +12,6 @@ use std::sync::Arc;
 use super::nb::{publish, req_arg};
 use super::p2p::Status;
 use crate::abi::{guard, handles as h};
-use crate::endpoint::Endpoint;
 use crate::engine::{Step, Wait};
 use crate::error::{Class, Error, Result};
 use crate::request::{Completion, Op, Request};
@@ -39,9 +38,8 @@ struct Generalized {
 // already makes its state usable from those threads.
 unsafe impl Send for Generalized {}
 
-/// A live generalized request's handle, completion flag and endpoint (whose doorbell wakes
-/// a thread waiting for it).
-type Live = (c_int, Arc<AtomicBool>, Arc<Endpoint>);
+/// A live generalized request's handle and completion flag.
+type Live = (c_int, Arc<AtomicBool>);
 
 /// Every live generalized request (`MPI_Grequest_complete` finds its flag there; the request
 /// itself may be in a wait on another thread).
@@ -134,12 +132,11 @@ pub unsafe fn grequest_start(
             extra_state,
             completed: completed.clone(),
         };
-        let ep = rt.world.ep.clone();
         let r = Request::new(
             "MPI_Grequest_start",
             h::COMM_SELF,
             false,
-            ep.clone(),
+            rt.world.ep.clone(),
             Box::new(op),
         )
         .caller_only();
@@ -147,8 +144,8 @@ pub unsafe fn grequest_start(
         // SAFETY: written by `publish` just above.
         let handle = unsafe { *request };
         let mut flags = FLAGS.lock();
-        flags.retain(|(_, f, _)| Arc::strong_count(f) > 1);
-        flags.push((handle, completed, ep));
+        flags.retain(|(_, f)| Arc::strong_count(f) > 1);
+        flags.push((handle, completed));
         Ok(())
     })
 }
@@ -159,17 +156,17 @@ pub unsafe fn grequest_complete(request: c_int) -> c_int {
         let found = FLAGS
             .lock()
             .iter()
-            .find(|(hd, f, _)| *hd == request && Arc::strong_count(f) > 1)
-            .map(|(_, f, ep)| (f.clone(), ep.clone()));
-        let Some((flag, ep)) = found else {
+            .find(|(hd, f)| *hd == request && Arc::strong_count(f) > 1)
+            .map(|(_, f)| f.clone());
+        let Some(flag) = found else {
             return Err(Error::new(
                 Class::Request,
                 format!("request 0x{request:x} is not an active generalized request"),
             ));
         };
         flag.store(true, Ordering::Release);
-        // A thread asleep in MPI_Wait on it wakes.
-        ep.bell().ring();
+        // A thread asleep in MPI_Wait on it wakes (its request waits on the world's endpoint).
+        runtime::get()?.world.ep.bell().ring();
         Ok(())
     })
 }

@@ -2,6 +2,7 @@
 //! `MPI_Comm_get_parent`, `MPI_Pcontrol`, addresses, `MPI_Dims_create`, the `MPI_Status`
 //! field accessors and the GPU-support queries of MPICH's extensions.
 
+use super::p2p::Status;
 use std::ffi::{c_int, c_void};
 
 use crate::abi::{guard, handles as h, out};
@@ -166,11 +167,12 @@ pub enum StatusField {
     Error = 4,
 }
 
-fn status_arg(status: *mut c_int) -> Result<()> {
+/// A status argument to read or write: neither NULL nor `MPI_STATUS_IGNORE` (`what` names it).
+pub(super) fn status_arg<T>(status: *const T, what: &str) -> Result<()> {
     if status.is_null() || status as usize == super::p2p::STATUS_IGNORE {
         return Err(Error::new(
             Class::Arg,
-            "status is NULL or MPI_STATUS_IGNORE",
+            format!("{what} is NULL or MPI_STATUS_IGNORE"),
         ));
     }
     Ok(())
@@ -184,7 +186,7 @@ pub unsafe fn status_set(
     v: c_int,
 ) -> c_int {
     guard(name, None, || {
-        status_arg(status)?;
+        status_arg(status, "status")?;
         // SAFETY: a non-null MPI_Status (5 ints) the caller owns.
         unsafe { status.add(field as usize).write(v) };
         Ok(())
@@ -199,7 +201,7 @@ pub unsafe fn status_get(
     v: *mut c_int,
 ) -> c_int {
     guard(name, None, || {
-        status_arg(status.cast_mut())?;
+        status_arg(status, "status")?;
         // SAFETY: as in `status_set`, read only.
         out(v, "value", unsafe { status.add(field as usize).read() })
     })
@@ -247,6 +249,43 @@ pub unsafe fn free_mem(base: *mut c_void) -> c_int {
     // free(NULL) does nothing.
     unsafe { libc::free(base) };
     0
+}
+
+/// `MPI_Status_set_cancelled`.
+pub unsafe fn status_set_cancelled(status: *mut Status, flag: c_int) -> c_int {
+    guard("MPI_Status_set_cancelled", None, || {
+        status_arg(status, "status")?;
+        // SAFETY: a status the caller supplied for writing (checked above).
+        let s = unsafe { &mut *status };
+        s.count_hi_and_cancelled = (s.count_hi_and_cancelled & !1) | c_int::from(flag != 0);
+        Ok(())
+    })
+}
+
+/// `MPI_Status_c2f` / `MPI_Status_f2c`: MPICH's Fortran status is the C one's five integers,
+/// in the same order.
+pub unsafe fn status_c2f(c_status: *const Status, f_status: *mut c_int) -> c_int {
+    guard("MPI_Status_c2f", None, || {
+        status_arg(c_status, "c_status")?;
+        if f_status.is_null() {
+            return Err(Error::new(Class::Arg, "f_status is NULL"));
+        }
+        // SAFETY: both point to five ints (MPI's contract; Status is repr(C), five c_ints).
+        unsafe { std::ptr::copy(c_status.cast::<c_int>(), f_status, 5) };
+        Ok(())
+    })
+}
+
+pub unsafe fn status_f2c(f_status: *const c_int, c_status: *mut Status) -> c_int {
+    guard("MPI_Status_f2c", None, || {
+        if f_status.is_null() {
+            return Err(Error::new(Class::Arg, "f_status is NULL"));
+        }
+        status_arg(c_status, "c_status")?;
+        // SAFETY: as in `status_c2f`.
+        unsafe { std::ptr::copy(f_status, c_status.cast::<c_int>(), 5) };
+        Ok(())
+    })
 }
 
 #[cfg(test)]

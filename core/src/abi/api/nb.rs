@@ -307,14 +307,10 @@ fn set_error(st: Option<*mut Status>, code: c_int) {
     }
 }
 
-fn empty() -> Completion {
-    Completion::empty()
-}
-
 /// MPI's empty status (a null or inactive request): source `MPI_ANY_SOURCE`, tag
 /// `MPI_ANY_TAG`, error `MPI_SUCCESS`, count 0, not cancelled.
 fn fill_empty(st: Option<*mut Status>) {
-    fill(st, &empty());
+    fill(st, &Completion::empty());
     set_error(st, 0);
 }
 

@@ -8,7 +8,8 @@ use std::ffi::{c_char, c_int, CStr};
 
 use parking_lot::Mutex;
 
-use super::p2p::{Status, STATUS_IGNORE};
+use super::local_queries::status_arg;
+use super::p2p::Status;
 use super::type_contents::{combiner, Made};
 use super::types::{bad_type, MAX_OBJECT_NAME};
 use super::{datatype_arg, Count};
@@ -95,12 +96,7 @@ pub unsafe fn get_elements<T: TryFrom<i64>>(
     count: *mut T,
 ) -> c_int {
     guard(name, None, || {
-        if status.is_null() || status as usize == STATUS_IGNORE {
-            return Err(Error::new(
-                Class::Arg,
-                "status is NULL or MPI_STATUS_IGNORE",
-            ));
-        }
+        status_arg(status, "status")?;
         if datatype == h::DATATYPE_NULL {
             return Err(bad_type(datatype));
         }
@@ -126,12 +122,7 @@ pub unsafe fn status_set_elements(
     count: Count,
 ) -> c_int {
     guard(name, None, || {
-        if status.is_null() || status as usize == STATUS_IGNORE {
-            return Err(Error::new(
-                Class::Arg,
-                "status is NULL or MPI_STATUS_IGNORE",
-            ));
-        }
+        status_arg(status, "status")?;
         let l = layout_of(datatype)?;
         let n = usize::try_from(count)
             .map_err(|_| Error::new(Class::Count, format!("count {count} is negative")))?;
@@ -143,58 +134,6 @@ pub unsafe fn status_set_elements(
         })?;
         // SAFETY: a status the caller supplied for writing (checked above).
         unsafe { (*status).set_bytes(bytes as u64) };
-        Ok(())
-    })
-}
-
-/// `MPI_Status_set_cancelled`.
-pub unsafe fn status_set_cancelled(status: *mut Status, flag: c_int) -> c_int {
-    guard("MPI_Status_set_cancelled", None, || {
-        if status.is_null() || status as usize == STATUS_IGNORE {
-            return Err(Error::new(
-                Class::Arg,
-                "status is NULL or MPI_STATUS_IGNORE",
-            ));
-        }
-        // SAFETY: as in `status_set_elements`.
-        let s = unsafe { &mut *status };
-        s.count_hi_and_cancelled = (s.count_hi_and_cancelled & !1) | c_int::from(flag != 0);
-        Ok(())
-    })
-}
-
-/// `MPI_Status_c2f` / `MPI_Status_f2c`: MPICH's Fortran status is the C one's five integers,
-/// in the same order.
-pub unsafe fn status_c2f(c_status: *const Status, f_status: *mut c_int) -> c_int {
-    guard("MPI_Status_c2f", None, || {
-        if c_status.is_null() || c_status as usize == STATUS_IGNORE {
-            return Err(Error::new(
-                Class::Arg,
-                "c_status is NULL or MPI_STATUS_IGNORE",
-            ));
-        }
-        if f_status.is_null() {
-            return Err(Error::new(Class::Arg, "f_status is NULL"));
-        }
-        // SAFETY: both point to five ints (MPI's contract; Status is repr(C), five c_ints).
-        unsafe { std::ptr::copy(c_status.cast::<c_int>(), f_status, 5) };
-        Ok(())
-    })
-}
-
-pub unsafe fn status_f2c(f_status: *const c_int, c_status: *mut Status) -> c_int {
-    guard("MPI_Status_f2c", None, || {
-        if f_status.is_null() {
-            return Err(Error::new(Class::Arg, "f_status is NULL"));
-        }
-        if c_status.is_null() || c_status as usize == STATUS_IGNORE {
-            return Err(Error::new(
-                Class::Arg,
-                "c_status is NULL or MPI_STATUS_IGNORE",
-            ));
-        }
-        // SAFETY: as in `status_c2f`.
-        unsafe { std::ptr::copy(f_status, c_status.cast::<c_int>(), 5) };
         Ok(())
     })
 }
