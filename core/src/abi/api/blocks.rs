@@ -45,7 +45,7 @@ impl Ints {
         let v = unsafe { self.read(n, what) }?;
         v.iter()
             .enumerate()
-            .map(|(i, &c)| count_arg(c, &format!("{what}[{i}]")))
+            .map(|(i, &c)| indexed(what, i, |w| count_arg(c, w)))
             .collect()
     }
 }
@@ -110,7 +110,7 @@ pub(crate) fn laid_out(
     let mut typed = Vec::with_capacity(counts.len());
     let mut total = 0usize;
     for (i, (&c, &disp)) in counts.iter().zip(displs).enumerate() {
-        let t = side.typed(c, &format!("{cname}[{i}]"))?;
+        let t = indexed(cname, i, |w| side.typed(c, w))?;
         let at = disp
             .checked_mul(ext)
             .and_then(|o| isize::try_from(o).ok())

@@ -693,7 +693,7 @@ pub unsafe fn reduce_scatter(
                     RecvCounts::Count(p) if !p.is_null() => unsafe { *p.add(i) },
                     _ => return Err(Error::new(Class::Arg, "recvcounts is NULL")),
                 };
-                count_arg(v, &format!("recvcounts[{i}]"))
+                indexed("recvcounts", i, |w| count_arg(v, w))
             };
             if let Some(inter) = c.inter() {
                 // get reads recvcounts[0..local size], which MPI requires the caller to provide

@@ -127,6 +127,13 @@ pub(crate) fn count_arg(count: Count, what: &str) -> Result<usize> {
         .map_err(|_| Error::new(Class::Count, format!("{what} is negative ({count})")))
 }
 
+/// Checks element `i` of an argument array: `check(name)` with the array's name, then, only if
+/// that fails, again with `name[i]` for the message. Formatting the indexed name up front for
+/// every element cost a visible share of a small collective.
+pub(crate) fn indexed<T>(name: &str, i: usize, check: impl Fn(&str) -> Result<T>) -> Result<T> {
+    check(name).or_else(|_| check(&format!("{name}[{i}]")))
+}
+
 /// A datatype's size and extent (`MPI_Type_size`), for any valid datatype, committed or not.
 /// Calls that move data use [`type_arg`] instead, which handles derived datatypes' layouts.
 pub(crate) fn datatype_arg(dt: c_int, what: &str) -> Result<Datatype> {

@@ -403,8 +403,8 @@ unsafe fn per_type(
     let mut offsets = Vec::with_capacity(n);
     for i in 0..n {
         // SAFETY: MPI: one datatype per neighbor, non-NULL checked above.
-        let side = Side::new(unsafe { *types.add(i) }, &format!("{tname}[{i}]"))?;
-        let t = side.typed(counts[i], &format!("{cname}[{i}]"))?;
+        let side = indexed(tname, i, |w| Side::new(unsafe { *types.add(i) }, w))?;
+        let t = indexed(cname, i, |w| side.typed(counts[i], w))?;
         let at = isize::try_from(displs[i]).map_err(|_| {
             Error::new(
                 Class::Arg,

@@ -370,7 +370,7 @@ pub(crate) unsafe fn scatter_counts(counts: RecvCounts, n: usize) -> Result<Vec<
                 RecvCounts::Count(p) if !p.is_null() => unsafe { *p.add(i) },
                 _ => return Err(Error::new(Class::Arg, "recvcounts is NULL")),
             };
-            count_arg(v, &format!("recvcounts[{i}]"))
+            indexed("recvcounts", i, |w| count_arg(v, w))
         })
         .collect()
 }
@@ -685,8 +685,8 @@ unsafe fn w_parts(
     let mut total = 0usize;
     for i in 0..n {
         // SAFETY: as above.
-        let side = Side::new(unsafe { *types.add(i) }, &format!("{tname}[{i}]"))?;
-        let t = side.typed(counts[i], &format!("{cname}[{i}]"))?;
+        let side = indexed(tname, i, |w| Side::new(unsafe { *types.add(i) }, w))?;
+        let t = indexed(cname, i, |w| side.typed(counts[i], w))?;
         let at = isize::try_from(displs[i]).map_err(|_| {
             Error::new(
                 Class::Arg,
