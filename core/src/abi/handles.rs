@@ -318,6 +318,10 @@ static OPS: Mutex<Table<UserOpDef>> = Mutex::new(Table::new());
 
 /// A user-defined datatype that exists (committed or not).
 pub fn user_type(h: i32) -> Option<Arc<UserType>> {
+    // Checked before taking the lock: predefined handles are the common case.
+    if h & !INDEX_MASK != USER_TYPE_BASE {
+        return None;
+    }
     TYPES.lock().get(h, USER_TYPE_BASE)
 }
 
@@ -364,6 +368,10 @@ pub fn free_type(h: i32) -> bool {
 }
 
 pub fn user_op(h: i32) -> Option<UserOpDef> {
+    // Checked before taking the lock: every predefined op (MPI_SUM, ...) asks first.
+    if h & !INDEX_MASK != USER_OP_BASE {
+        return None;
+    }
     OPS.lock().get(h, USER_OP_BASE)
 }
 

@@ -29,18 +29,9 @@
 
 use std::ffi::{c_int, c_void};
 
-use super::plan::{self, Plan};
+use super::nb::run_blocking;
+use super::plan;
 use super::*;
-use crate::abi::guard;
-use crate::runtime;
-
-/// A blocking collective: the communicator (intra or inter), the checked plan, run to its end.
-fn blocking(name: &'static str, comm: c_int, make: impl FnOnce(&Comm) -> Result<Plan>) -> c_int {
-    guard(name, Some(comm), || {
-        let c = any_comm_of(runtime::get()?, comm)?;
-        make(&c)?.run(&c)
-    })
-}
 
 pub unsafe fn gather(
     name: &'static str,
@@ -54,7 +45,7 @@ pub unsafe fn gather(
     comm: c_int,
 ) -> c_int {
     // SAFETY: the caller's contract, forwarded.
-    blocking(name, comm, |c| unsafe {
+    run_blocking(name, comm, |c| unsafe {
         plan::gather(send, scount, sdt, recv, rcount, rdt, root, c)
     })
 }
@@ -72,7 +63,7 @@ pub unsafe fn gatherv(
     comm: c_int,
 ) -> c_int {
     // SAFETY: the caller's contract, forwarded.
-    blocking(name, comm, |c| unsafe {
+    run_blocking(name, comm, |c| unsafe {
         plan::gatherv(send, scount, sdt, recv, rcounts, displs, rdt, root, c)
     })
 }
@@ -89,7 +80,7 @@ pub unsafe fn scatter(
     comm: c_int,
 ) -> c_int {
     // SAFETY: the caller's contract, forwarded.
-    blocking(name, comm, |c| unsafe {
+    run_blocking(name, comm, |c| unsafe {
         plan::scatter(send, scount, sdt, recv, rcount, rdt, root, c)
     })
 }
@@ -107,7 +98,7 @@ pub unsafe fn scatterv(
     comm: c_int,
 ) -> c_int {
     // SAFETY: the caller's contract, forwarded.
-    blocking(name, comm, |c| unsafe {
+    run_blocking(name, comm, |c| unsafe {
         plan::scatterv(send, scounts, displs, sdt, recv, rcount, rdt, root, c)
     })
 }
@@ -124,7 +115,7 @@ pub unsafe fn allgatherv(
     comm: c_int,
 ) -> c_int {
     // SAFETY: the caller's contract, forwarded.
-    blocking(name, comm, |c| unsafe {
+    run_blocking(name, comm, |c| unsafe {
         plan::allgatherv(send, scount, sdt, recv, rcounts, displs, rdt, c)
     })
 }
@@ -140,7 +131,7 @@ pub unsafe fn alltoall(
     comm: c_int,
 ) -> c_int {
     // SAFETY: the caller's contract, forwarded.
-    blocking(name, comm, |c| unsafe {
+    run_blocking(name, comm, |c| unsafe {
         plan::alltoall(send, scount, sdt, recv, rcount, rdt, c)
     })
 }
@@ -158,7 +149,7 @@ pub unsafe fn alltoallv(
     comm: c_int,
 ) -> c_int {
     // SAFETY: the caller's contract, forwarded.
-    blocking(name, comm, |c| unsafe {
+    run_blocking(name, comm, |c| unsafe {
         plan::alltoallv(send, scounts, sdispls, sdt, recv, rcounts, rdispls, rdt, c)
     })
 }
@@ -176,7 +167,7 @@ pub unsafe fn alltoallw(
     comm: c_int,
 ) -> c_int {
     // SAFETY: the caller's contract, forwarded.
-    blocking(name, comm, |c| unsafe {
+    run_blocking(name, comm, |c| unsafe {
         plan::alltoallw(
             send, scounts, sdispls, stypes, recv, rcounts, rdispls, rtypes, c,
         )

@@ -102,17 +102,18 @@ pub(crate) fn finishing(st: Staged) -> Option<Box<dyn FnOnce() + Send>> {
     }))
 }
 
-/// The body of a blocking collective whose entry point is generated from its plan (the
-/// neighbor collectives): the communicator, the checked plan, then the schedule, driven to its
-/// end on the caller's thread like any blocking collective's (the same spin-then-sleep wait and
-/// liveness checks; no request, and no progress thread started for it).
+/// The body of a blocking collective run from its plan (the neighbor collectives, whose entry
+/// points are generated; Gather(v), Scatter(v), Allgatherv, Alltoall(v,w)): the
+/// communicator (a plan refuses the kinds it does not take), the checked plan, then the
+/// schedule, driven to its end on the caller's thread like any blocking collective's (the same
+/// spin-then-sleep wait and liveness checks; no request, and no progress thread started for it).
 pub fn run_blocking(
     name: &'static str,
     comm: c_int,
     make: impl FnOnce(&Comm) -> Result<Plan>,
 ) -> c_int {
     guard(name, Some(comm), || {
-        let c = comm_of(runtime::get()?, comm)?;
+        let c = any_comm_of(runtime::get()?, comm)?;
         make(&c)?.run(&c)
     })
 }
