@@ -671,6 +671,10 @@ typedef void (MPI_T_event_dropped_cb_function)(MPI_Count count, MPI_T_event_regi
 /* Every function of the MPI-4.1 C API (and the MPICH extras above the
    standard), as MPI_X and PMPI_X. Those hcomm does not implement yet fail with
    MPI_ERR_UNSUPPORTED_OPERATION: docs/API-COVERAGE.md lists them. */
+int MPIX_Comm_agree(MPI_Comm comm, int *flag);
+int PMPIX_Comm_agree(MPI_Comm comm, int *flag);
+int MPIX_Comm_iagree(MPI_Comm comm, int *flag, MPI_Request *request);
+int PMPIX_Comm_iagree(MPI_Comm comm, int *flag, MPI_Request *request);
 int MPIX_GPU_query_support(int gpu_type, int *is_supported);
 int PMPIX_GPU_query_support(int gpu_type, int *is_supported);
 int MPIX_Query_cuda_support(void);

@@ -76,6 +76,9 @@ EXTRAS = [
     "int MPIX_Query_hip_support(void)",
     "int MPIX_Query_ze_support(void)",
     "int MPIX_GPU_query_support(int gpu_type, int *is_supported)",
+    # ULFM's agreement, as MPICH 4.1+ exports it (for programs built against such an MPICH).
+    "int MPIX_Comm_agree(MPI_Comm comm, int *flag)",
+    "int MPIX_Comm_iagree(MPI_Comm comm, int *flag, MPI_Request *request)",
 ]
 
 # Where MPICH 4.0.2's prototype spells a parameter differently from the standard's rendering

@@ -36,6 +36,8 @@ macro_rules! entry {
     };
 }
 
+entry!(MPIX_Comm_agree / PMPIX_Comm_agree(comm: c_int, flag: *mut c_int) => api::comm_agree(comm, flag));
+entry!(MPIX_Comm_iagree / PMPIX_Comm_iagree(comm: c_int, flag: *mut c_int, request: *mut c_int) => api::comm_iagree(comm, flag, request));
 entry!(MPIX_GPU_query_support / PMPIX_GPU_query_support(gpu_type: c_int, is_supported: *mut c_int) => api::gpu_query_support(gpu_type, is_supported));
 entry!(MPIX_Query_cuda_support / PMPIX_Query_cuda_support() => api::query_cuda_support());
 entry!(MPI_Abort / PMPI_Abort(comm: c_int, errorcode: c_int) => api::abort(comm, errorcode));

@@ -53,6 +53,8 @@ pub struct Comm {
     /// The process topology (`MPI_Cart_create` and friends), set once before the handle is
     /// published; `MPI_Comm_dup` copies it.
     proc_topo: std::sync::OnceLock<Arc<crate::process_topology::ProcTopo>>,
+    /// The communicator of `MPIX_Comm_(i)agree` (see [`Comm::agreement`]), made at first use.
+    agreement: std::sync::OnceLock<Arc<Comm>>,
 }
 
 /// What makes a [`Comm`] an intercommunicator (built by `crate::intercomm`).
@@ -123,7 +125,35 @@ impl Comm {
             topo: std::sync::OnceLock::new(),
             inter: std::sync::OnceLock::new(),
             proc_topo: std::sync::OnceLock::new(),
+            agreement: std::sync::OnceLock::new(),
         }
+    }
+
+    /// The communicator agreements (`MPIX_Comm_agree`, `MPIX_Comm_iagree`) run on: every
+    /// process of this communicator — both groups of an intercommunicator, the group that
+    /// comes first (`Inter::first`) first — under an id derived from this one's alone. Its call
+    /// numbers therefore count agreements only: an agreement never matches another collective
+    /// of this communicator, whatever order the processes call them in (ULFM's agreement is
+    /// an operation of its own, not a collective in the communicator's sequence). Made locally
+    /// at first use; the same on every process because nothing but the id and the groups
+    /// goes into it.
+    pub fn agreement(&self) -> &Arc<Comm> {
+        self.agreement.get_or_init(|| {
+            let (world, rank) = match self.inter() {
+                None => (self.world.clone(), self.rank),
+                Some(i) if i.first => {
+                    let w = i.local.iter().chain(&self.world).copied().collect();
+                    (w, self.rank)
+                }
+                Some(i) => {
+                    let w = self.world.iter().chain(&i.local).copied().collect();
+                    (w, self.world.len() + self.rank)
+                }
+            };
+            let errh = self.errhandler.load(Ordering::Relaxed);
+            let id = mix(self.id ^ 0x0a97_ee00_0000_0000);
+            Arc::new(Comm::new(id, rank, world, self.ep.clone(), errh))
+        })
     }
 
     /// The intercommunicator part; `None` on an intracommunicator.

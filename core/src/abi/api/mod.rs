@@ -17,6 +17,7 @@ use crate::error::{Class, Error, Result};
 use crate::frame::{Kind, Signature};
 use crate::runtime;
 
+mod agree;
 pub mod attributes;
 mod blocks;
 mod buffered;
@@ -54,6 +55,7 @@ mod types;
 pub mod unsupported;
 
 #[allow(unused_imports)]
+pub use agree::*;
 pub use blocks::Ints;
 pub use buffered::*;
 pub use cart::*;

@@ -77,7 +77,7 @@ pub(crate) fn publish(r: Arc<Request>, req: *mut c_int) -> Result<()> {
 }
 
 /// Starts a nonblocking collective: launches its plan and publishes the request.
-fn start_coll(
+pub(super) fn start_coll(
     name: &'static str,
     comm: c_int,
     c: Arc<Comm>,
