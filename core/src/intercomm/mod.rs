@@ -14,10 +14,11 @@
 //! local communicator, the leaders swap proposals, and the intercommunicator's id mixes the two
 //! in an order both sides agree on.
 //!
-//! The collectives (blocking, nonblocking and persistent alike) are built in [`coll`]. What is
-//! not implemented on intercommunicators (communicator creation other than dup, merge and
-//! split; the neighbor collectives, Scan and Exscan are not defined there) is refused by the
-//! api layer with an error naming the call.
+//! The collectives (blocking, nonblocking and persistent alike) are built in [`coll`];
+//! `MPI_Comm_create` of an intercommunicator is a [`split`] with one color for the group's
+//! members. What MPI defines on intracommunicators only (the neighbor collectives, Scan,
+//! Exscan, `MPI_Comm_create_group`, topologies) is refused by the api layer with an error
+//! naming the call.
 
 pub mod coll;
 

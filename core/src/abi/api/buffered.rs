@@ -186,7 +186,7 @@ pub unsafe fn bsend(
     comm: c_int,
 ) -> c_int {
     guard(name, Some(comm), || {
-        let c = comm_of(runtime::get()?, comm)?;
+        let c = any_comm_of(runtime::get()?, comm)?;
         // SAFETY: the caller's arguments, checked there.
         let (dest, tag, msg, _staged) = unsafe { checked(&c, buf, count, datatype, dest, tag) }?;
         match dest {
@@ -208,7 +208,7 @@ pub unsafe fn ibsend(
     request: *mut c_int,
 ) -> c_int {
     guard(name, Some(comm), || {
-        let c = comm_of(runtime::get()?, comm)?;
+        let c = any_comm_of(runtime::get()?, comm)?;
         // SAFETY: the caller's arguments, checked there.
         let (dest, tag, msg, _staged) = unsafe { checked(&c, buf, count, datatype, dest, tag) }?;
         req_arg(request)?;
@@ -236,7 +236,7 @@ pub unsafe fn comm_attach_buffer(
     size: Count,
 ) -> c_int {
     guard(name, Some(comm), || {
-        let c = comm_of(runtime::get()?, comm)?;
+        let c = any_comm_of(runtime::get()?, comm)?;
         attach(Owner::Comm(c.id), buffer, size)
     })
 }
@@ -293,7 +293,7 @@ pub unsafe fn comm_detach_buffer(
     size: CountOut,
 ) -> c_int {
     guard(name, Some(comm), || {
-        let c = comm_of(runtime::get()?, comm)?;
+        let c = any_comm_of(runtime::get()?, comm)?;
         detach(Owner::Comm(c.id), &c.ep, buffer_addr, size)
     })
 }
@@ -353,7 +353,7 @@ pub unsafe fn buffer_flush(name: &'static str) -> c_int {
 
 pub unsafe fn comm_flush_buffer(name: &'static str, comm: c_int) -> c_int {
     guard(name, Some(comm), || {
-        let c = comm_of(runtime::get()?, comm)?;
+        let c = any_comm_of(runtime::get()?, comm)?;
         flush(Owner::Comm(c.id), &c.ep);
         Ok(())
     })
@@ -370,7 +370,7 @@ pub unsafe fn buffer_iflush(name: &'static str, request: *mut c_int) -> c_int {
 
 pub unsafe fn comm_iflush_buffer(name: &'static str, comm: c_int, request: *mut c_int) -> c_int {
     guard(name, Some(comm), || {
-        let c = comm_of(runtime::get()?, comm)?;
+        let c = any_comm_of(runtime::get()?, comm)?;
         req_arg(request)?;
         iflush(name, comm, Owner::Comm(c.id), c.ep.clone(), request)
     })

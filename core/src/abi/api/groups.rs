@@ -14,6 +14,7 @@ use super::*;
 use crate::abi::handles::{self as h};
 use crate::abi::objects::{self, CommErrhandlerFn};
 use crate::abi::{guard, out, raise};
+use crate::comm::Inter;
 use crate::error::{Class, Error};
 use crate::group::{Compare, Group};
 use crate::runtime;
@@ -113,15 +114,37 @@ pub unsafe fn comm_split_type(
 pub unsafe fn comm_create(comm: c_int, group: c_int, newcomm: *mut c_int) -> c_int {
     guard("MPI_Comm_create", Some(comm), || {
         let rt = runtime::get()?;
-        let c = comm_of(rt, comm)?;
+        let c = any_comm_of(rt, comm)?;
         let g = objects::group(group, "group")?;
         non_null(newcomm, "newcomm")?;
-        let handle = match c.create(&g.world)? {
+        let created = match c.inter() {
+            Some(inter) => create_inter(&c, inter, &g.world)?,
+            None => c.create(&g.world)?,
+        };
+        let handle = match created {
             Some(child) => rt.add_comm(child)?,
             None => h::COMM_NULL,
         };
         out(newcomm, "newcomm", handle)
     })
+}
+
+/// `MPI_Comm_create` of an intercommunicator (MPI 4.1 §7.4.2): each side passes a subgroup of
+/// its local group; the members get an intercommunicator between their side's subgroup (in the
+/// group's order) and the other side's, the others `MPI_COMM_NULL` (so does everyone when the
+/// other side's subgroup is empty). That is the intercommunicator split with one color for the
+/// members, keyed by their rank in the group.
+fn create_inter(c: &Comm, inter: &Inter, members: &[usize]) -> Result<Option<Comm>> {
+    if let Some(w) = members.iter().find(|w| !inter.local.contains(w)) {
+        return Err(Error::new(
+            Class::Group,
+            format!("group is not a subgroup of the local group (world rank {w} is not in it)"),
+        ));
+    }
+    let me = inter.local[inter.local_comm.rank];
+    let pos = members.iter().position(|&w| w == me);
+    let key = pos.map_or(0, |p| p as i32);
+    crate::intercomm::split(c, inter, pos.map(|_| 0), key)
 }
 
 // ---------------------------------------------------------------------------------------------

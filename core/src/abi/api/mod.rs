@@ -104,6 +104,8 @@ pub(crate) fn library_version() -> String {
 // ---------------------------------------------------------------------------------------------
 // Argument checking helpers
 
+/// A communicator handle for the calls MPI defines on intracommunicators only (topologies,
+/// Scan/Exscan, `MPI_Comm_create_group`): an intercommunicator is `MPI_ERR_COMM`.
 pub(crate) fn comm_of(rt: &runtime::Runtime, c: c_int) -> Result<Arc<Comm>> {
     // One lookup per call; the Arc keeps the communicator alive even if freed meanwhile.
     let comm = rt.comm(c)?;
@@ -111,7 +113,7 @@ pub(crate) fn comm_of(rt: &runtime::Runtime, c: c_int) -> Result<Arc<Comm>> {
         return Err(Error::new(
             Class::Comm,
             format!(
-                "communicator 0x{c:x} is an intercommunicator: this call is not implemented on intercommunicators yet"
+                "communicator 0x{c:x} is an intercommunicator: this call takes an intracommunicator"
             ),
         ));
     }
