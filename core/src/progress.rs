@@ -131,29 +131,26 @@ fn progress_loop() {
             loop {
                 g.retain(|(r, _)| !r.is_done());
                 // Generalized requests complete in the program's own calls only.
-                let mine: Vec<_> = g.iter().filter(|(r, _)| !r.is_caller_only()).collect();
-                let Some(since) = grace_since else {
-                    if !mine.is_empty() {
-                        break mine.iter().map(|(r, _)| r.clone()).collect::<Vec<_>>();
-                    }
-                    grace_since = Some(Instant::now());
-                    continue;
-                };
+                let mine = || g.iter().filter(|(r, _)| !r.is_caller_only());
                 // In the grace period the thread takes a request up only once it has outlived
                 // a nap: one that its caller completes at once in `MPI_Wait` (a small
                 // `MPI_Iallreduce`) never costs a wake-up and a second thread stepping it —
                 // that made an 8-byte `MPI_Iallreduce` + `MPI_Wait` 3.3 µs instead of 1.4 µs on
                 // two ranks. A request left to run while the caller computes is taken up
                 // within two naps.
-                if mine.iter().any(|(_, n)| seen.contains(n)) {
+                if mine().any(|(_, n)| grace_since.is_none() || seen.contains(n)) {
                     grace_since = None;
                     seen.clear();
-                    break mine.iter().map(|(r, _)| r.clone()).collect::<Vec<_>>();
+                    break mine().map(|(r, _)| r.clone()).collect::<Vec<_>>();
                 }
+                let Some(since) = grace_since else {
+                    grace_since = Some(Instant::now());
+                    continue;
+                };
                 seen.clear();
-                seen.extend(mine.iter().map(|(_, n)| *n));
+                seen.extend(mine().map(|(_, n)| *n));
                 idle_since = None;
-                if !mine.is_empty() {
+                if !seen.is_empty() {
                     // Requests keep coming: the grace period runs from the last one seen.
                     grace_since = Some(Instant::now());
                     NOT_EMPTY.wait_for(&mut g, NAP);

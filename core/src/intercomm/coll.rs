@@ -84,6 +84,12 @@ fn bridge(inter: &Inter, kind: Kind) -> Schedule<'_> {
     ))
 }
 
+/// The part of a process that takes no part in a rooted call of collective `kind`
+/// (`MPI_PROC_NULL`): only the call's number on the bridge (an empty stage).
+pub fn bystander(inter: &Inter, kind: Kind) -> Result<Stages<'_>> {
+    Ok(vec![bridge(inter, kind)])
+}
+
 fn is_leader(inter: &Inter) -> bool {
     inter.local_comm.rank == 0
 }
@@ -141,7 +147,7 @@ pub fn reduce<'c>(
             br.recv(0, TAG, recv, bytes, Fold::Copy, &[]);
             Ok(vec![br])
         }
-        Root::Bystander => Ok(vec![bridge(inter, Kind::Reduce)]),
+        Root::Bystander => bystander(inter, Kind::Reduce),
         Root::Remote(r) => {
             let leader = is_leader(inter);
             let mut sum = coll::scratch(if leader { bytes } else { 0 });

@@ -45,7 +45,7 @@ fn buf(ptr: *const u8, mem: Mem) -> Buf {
 /// A barrier over `c`, intra- or intercommunicator (`MPI_Barrier`, `MPI_Comm_disconnect`).
 pub(super) fn barrier_on(c: &Arc<Comm>) -> Result<()> {
     match c.inter() {
-        Some(_) => intercomm_coll::barrier().run(c),
+        Some(_) => super::intercomm_coll::barrier().run(c),
         None => coll::barrier(c),
     }
 }
@@ -72,7 +72,7 @@ pub unsafe fn bcast(
             let c = any_comm_of(runtime::get()?, comm)?;
             if c.inter().is_some() {
                 // SAFETY: the caller's contract, forwarded.
-                let plan = unsafe { intercomm_coll::bcast(name, buf, count, dt, root, &c) }?;
+                let plan = unsafe { super::plan::bcast(buf, count, dt, root, &c) }?;
                 return plan.run(&c);
             }
             let cnt = count_arg(count, "count")?;
@@ -114,8 +114,7 @@ pub unsafe fn reduce(
             let c = any_comm_of(runtime::get()?, comm)?;
             if c.inter().is_some() {
                 // SAFETY: the caller's contract, forwarded.
-                let plan =
-                    unsafe { intercomm_coll::reduce(name, send, recv, count, dt, op, root, &c) }?;
+                let plan = unsafe { super::plan::reduce(send, recv, count, dt, op, root, &c) }?;
                 return plan.run(&c);
             }
             // SAFETY: MPI's contract for sendbuf/recvbuf, checked inside.
@@ -146,7 +145,7 @@ pub unsafe fn allreduce(
             let c = any_comm_of(runtime::get()?, comm)?;
             if c.inter().is_some() {
                 // SAFETY: the caller's contract, forwarded.
-                let plan = unsafe { intercomm_coll::allreduce(name, send, recv, count, dt, op) }?;
+                let plan = unsafe { super::plan::allreduce(send, recv, count, dt, op, &c) }?;
                 return plan.run(&c);
             }
             // SAFETY: MPI's contract for sendbuf/recvbuf, checked inside.
@@ -577,9 +576,8 @@ pub unsafe fn allgather(
             let c = any_comm_of(runtime::get()?, comm)?;
             if c.inter().is_some() {
                 // SAFETY: the caller's contract, forwarded.
-                let plan = unsafe {
-                    intercomm_coll::allgatherv(name, send, scount, sdt, recv, rcount, None, rdt, &c)
-                }?;
+                let plan =
+                    unsafe { super::plan::allgather(send, scount, sdt, recv, rcount, rdt, &c) }?;
                 return plan.run(&c);
             }
             let rcnt = count_arg(rcount, "recvcount")?;
@@ -695,15 +693,9 @@ pub unsafe fn reduce_scatter(
                 };
                 indexed("recvcounts", i, |w| count_arg(v, w))
             };
-            if let Some(inter) = c.inter() {
-                // get reads recvcounts[0..local size], which MPI requires the caller to provide
-                // on an intercommunicator.
-                let counts = (0..inter.local.len()).map(get).collect::<Result<_>>()?;
-                let stat = crate::stats::Coll::ReduceScatter;
+            if c.inter().is_some() {
                 // SAFETY: the caller's contract, forwarded.
-                let plan = unsafe {
-                    intercomm_coll::reduce_scatter(name, send, recv, counts, dt, op, stat, &c)
-                }?;
+                let plan = unsafe { super::plan::reduce_scatter(send, recv, counts, dt, op, &c) }?;
                 return plan.run(&c);
             }
             // SAFETY: get reads recvcounts[0..size], which MPI requires the caller to provide.
@@ -725,13 +717,10 @@ pub unsafe fn reduce_scatter_block(
         guard(name, Some(comm), || {
             let c = any_comm_of(runtime::get()?, comm)?;
             let n = count_arg(count, "recvcount")?;
-            if let Some(inter) = c.inter() {
-                let counts = vec![n; inter.local.len()];
-                let stat = crate::stats::Coll::ReduceScatterBlock;
+            if c.inter().is_some() {
                 // SAFETY: the caller's contract, forwarded.
-                let plan = unsafe {
-                    intercomm_coll::reduce_scatter(name, send, recv, counts, dt, op, stat, &c)
-                }?;
+                let plan =
+                    unsafe { super::plan::reduce_scatter_block(send, recv, count, dt, op, &c) }?;
                 return plan.run(&c);
             }
             // SAFETY: pointers are validated inside before use.

@@ -23,10 +23,9 @@ use super::blocks::{laid_out, one, read_only, regular, Ints, Laid, Side, RECV, S
 use super::nb::finishing;
 use super::plan::{keeping, Finish, Parts, Plan};
 use super::*;
-use crate::coll::Reduction;
 use crate::comm::{Comm, Inter};
-use crate::datatype::{ElemType, ReduceOp};
 use crate::error::{Class, Error, Result};
+use crate::frame::Kind;
 use crate::intercomm::coll::{self as icoll, Root, Stages};
 use crate::request::Sched;
 use crate::stats::Coll;
@@ -60,8 +59,8 @@ fn not_in_place(p: *const c_void, what: &str) -> Result<()> {
     Ok(())
 }
 
-fn host_only(name: &'static str, bufs: &[*const c_void]) -> Result<()> {
-    crate::cuda::refuse_device(name, bufs)
+fn host_only(bufs: &[*const c_void]) -> Result<()> {
+    crate::cuda::refuse_device("a collective on an intercommunicator", bufs)
 }
 
 fn inter_of(c: &Comm) -> &Inter {
@@ -78,10 +77,12 @@ fn launch(
     Sched::stages(c.clone(), move |c| build(inter_of(c)), finish)
 }
 
-/// The plan of a process that takes no part in a rooted call (`MPI_PROC_NULL`): it still
-/// takes the call's number on the bridge.
-fn bystander(stat: Option<Coll>, build: for<'c> fn(&'c Inter) -> Result<Stages<'c>>) -> Plan {
-    Plan::new(stat, move |c| launch(c, None, build))
+/// The plan of a process that takes no part in a rooted call of collective `kind`
+/// (`MPI_PROC_NULL`): it still takes the call's number on the bridge.
+fn bystander(stat: Option<Coll>, kind: Kind) -> Plan {
+    Plan::new(stat, move |c| {
+        launch(c, None, move |i| icoll::bystander(i, kind))
+    })
 }
 
 /// `MPI_Barrier` (and the barrier of `MPI_Comm_disconnect`).
@@ -116,7 +117,6 @@ unsafe fn blocks_of(
 }
 
 pub(super) unsafe fn bcast(
-    name: &'static str,
     buf: *mut c_void,
     count: Count,
     dt: c_int,
@@ -125,12 +125,9 @@ pub(super) unsafe fn bcast(
 ) -> Result<Plan> {
     let root = root_of(root, c)?;
     if root == Root::Bystander {
-        fn nothing(i: &Inter) -> Result<Stages<'_>> {
-            icoll::bcast(i, std::ptr::null_mut(), 0, Root::Bystander)
-        }
-        return Ok(bystander(Some(Coll::Bcast), nothing));
+        return Ok(bystander(Some(Coll::Bcast), Kind::Bcast));
     }
-    host_only(name, &[buf])?;
+    host_only(&[buf])?;
     let cnt = count_arg(count, "count")?;
     let v = type_arg(dt, "datatype")?.moving();
     let len = v.bytes(cnt, "count")?;
@@ -145,7 +142,6 @@ pub(super) unsafe fn bcast(
 }
 
 pub(super) unsafe fn reduce(
-    name: &'static str,
     send: *const c_void,
     recv: *mut c_void,
     count: Count,
@@ -155,14 +151,8 @@ pub(super) unsafe fn reduce(
     c: &Comm,
 ) -> Result<Plan> {
     let root = root_of(root, c)?;
-    fn nothing(i: &Inter) -> Result<Stages<'_>> {
-        let dt = crate::intercomm::bytes_dt();
-        let red = Reduction::builtin(ElemType::Byte, ReduceOp::Bor);
-        let (s, r) = (std::ptr::null(), std::ptr::null_mut());
-        icoll::reduce(i, s, r, 0, &dt, red, Root::Bystander)
-    }
     if root == Root::Bystander {
-        return Ok(bystander(Some(Coll::Reduce), nothing));
+        return Ok(bystander(Some(Coll::Reduce), Kind::Reduce));
     }
     let cnt = count_arg(count, "count")?;
     let t = type_arg(dt, "datatype")?;
@@ -171,11 +161,11 @@ pub(super) unsafe fn reduce(
     let len = view.bytes(cnt, "count")?;
     if root == Root::Mine {
         // The root contributes nothing: only its recvbuf is significant.
-        host_only(name, &[recv])?;
+        host_only(&[recv])?;
         buf_arg(recv, len, "recvbuf")?;
     } else {
         not_in_place(send, "sendbuf")?;
-        host_only(name, &[send])?;
+        host_only(&[send])?;
         buf_arg(send, len, "sendbuf")?;
     }
     Ok(Plan::new(Some(Coll::Reduce), move |c| {
@@ -199,7 +189,6 @@ pub(super) unsafe fn reduce(
 }
 
 pub(super) unsafe fn allreduce(
-    name: &'static str,
     send: *const c_void,
     recv: *mut c_void,
     count: Count,
@@ -207,7 +196,7 @@ pub(super) unsafe fn allreduce(
     op: c_int,
 ) -> Result<Plan> {
     not_in_place(send, "sendbuf")?;
-    host_only(name, &[send, recv])?;
+    host_only(&[send, recv])?;
     // A dry run checks the arguments; launching stages again.
     // SAFETY: MPI's contract for sendbuf/recvbuf, checked inside.
     drop(unsafe { ReduceIo::new(send, recv, count, dt, op) }?);
@@ -228,7 +217,6 @@ pub(super) unsafe fn allreduce(
 
 /// Reduce_scatter and Reduce_scatter_block: `counts[i]` is local process `i`'s count.
 pub(super) unsafe fn reduce_scatter(
-    name: &'static str,
     send: *const c_void,
     recv: *mut c_void,
     counts: Vec<usize>,
@@ -239,7 +227,7 @@ pub(super) unsafe fn reduce_scatter(
 ) -> Result<Plan> {
     let inter = inter_of(c);
     not_in_place(send, "sendbuf")?;
-    host_only(name, &[send, recv])?;
+    host_only(&[send, recv])?;
     let t = type_arg(dt, "datatype")?;
     let (red, view) = reduce_args(op, &t)?;
     let total_items = counts
@@ -278,7 +266,6 @@ pub(super) unsafe fn reduce_scatter(
 /// Gather and Gatherv: `counts_displs` is `None` for Gather (`recvcount` blocks back to
 /// back), the root's arrays for Gatherv.
 pub(super) unsafe fn gatherv(
-    name: &'static str,
     send: *const c_void,
     scount: Count,
     sdt: c_int,
@@ -289,14 +276,11 @@ pub(super) unsafe fn gatherv(
     root: c_int,
     c: &Comm,
 ) -> Result<Plan> {
-    fn nothing(i: &Inter) -> Result<Stages<'_>> {
-        icoll::gatherv(i, (std::ptr::null(), 0), &[], Root::Bystander)
-    }
     match root_of(root, c)? {
-        Root::Bystander => Ok(bystander(None, nothing)),
+        Root::Bystander => Ok(bystander(None, Kind::Gatherv)),
         Root::Remote(r) => {
             not_in_place(send, "sendbuf")?;
-            host_only(name, &[send])?;
+            host_only(&[send])?;
             let s = one(send, scount, sdt, SEND)?;
             Ok(Plan::new(None, move |c| {
                 // SAFETY: MPI: sendbuf holds `sendcount` items to read.
@@ -308,7 +292,7 @@ pub(super) unsafe fn gatherv(
             }))
         }
         Root::Mine => {
-            host_only(name, &[recv])?;
+            host_only(&[recv])?;
             let rs = Side::new(rdt, "recvtype")?;
             // SAFETY: MPI: the arrays hold one element per remote process.
             let laid = unsafe {
@@ -338,7 +322,6 @@ pub(super) unsafe fn gatherv(
 
 /// Scatter and Scatterv (`counts_displs` as in [`gatherv`], for the send side).
 pub(super) unsafe fn scatterv(
-    name: &'static str,
     send: *const c_void,
     scount: Count,
     counts_displs: Option<(Ints, Ints)>,
@@ -349,14 +332,11 @@ pub(super) unsafe fn scatterv(
     root: c_int,
     c: &Comm,
 ) -> Result<Plan> {
-    fn nothing(i: &Inter) -> Result<Stages<'_>> {
-        icoll::scatterv(i, &[], (std::ptr::null_mut(), 0), Root::Bystander)
-    }
     match root_of(root, c)? {
-        Root::Bystander => Ok(bystander(None, nothing)),
+        Root::Bystander => Ok(bystander(None, Kind::Scatterv)),
         Root::Remote(r) => {
             not_in_place(recv, "recvbuf")?;
-            host_only(name, &[recv])?;
+            host_only(&[recv])?;
             let o = one(recv, rcount, rdt, RECV)?;
             Ok(Plan::new(None, move |c| {
                 // SAFETY: MPI: recvbuf holds `recvcount` items to write.
@@ -368,7 +348,7 @@ pub(super) unsafe fn scatterv(
             }))
         }
         Root::Mine => {
-            host_only(name, &[send])?;
+            host_only(&[send])?;
             let ss = Side::new(sdt, "sendtype")?;
             // SAFETY: MPI: the arrays hold one element per remote process.
             let laid = unsafe {
@@ -396,7 +376,6 @@ pub(super) unsafe fn scatterv(
 
 /// Allgather and Allgatherv (`counts_displs` as in [`gatherv`]).
 pub(super) unsafe fn allgatherv(
-    name: &'static str,
     send: *const c_void,
     scount: Count,
     sdt: c_int,
@@ -407,7 +386,7 @@ pub(super) unsafe fn allgatherv(
     c: &Comm,
 ) -> Result<Plan> {
     not_in_place(send, "sendbuf")?;
-    host_only(name, &[send, recv])?;
+    host_only(&[send, recv])?;
     let s = one(send, scount, sdt, SEND)?;
     let rs = Side::new(rdt, "recvtype")?;
     // SAFETY: MPI: the arrays hold one element per remote process.
@@ -438,7 +417,6 @@ pub(super) unsafe fn allgatherv(
 /// Alltoall and Alltoallv: `v` is `None` for Alltoall, else (sendcounts, sdispls, recvcounts,
 /// rdispls), each per remote process.
 pub(super) unsafe fn alltoallv(
-    name: &'static str,
     send: *const c_void,
     scount: Count,
     sdt: c_int,
@@ -449,7 +427,7 @@ pub(super) unsafe fn alltoallv(
     c: &Comm,
 ) -> Result<Plan> {
     not_in_place(send, "sendbuf")?;
-    host_only(name, &[send, recv])?;
+    host_only(&[send, recv])?;
     let n = c.size();
     let ss = Side::new(sdt, "sendtype")?;
     let rs = Side::new(rdt, "recvtype")?;

@@ -98,9 +98,6 @@ fn host_only(ptrs: &[*const c_void]) -> Result<()> {
     crate::cuda::refuse_device("this collective", ptrs)
 }
 
-/// What a device buffer passed to a collective on an intercommunicator is refused for.
-const ICOLL: &str = "collectives on intercommunicators";
-
 /// Refuses an intercommunicator for a collective MPI defines on intracommunicators only.
 fn intra_only(c: &Comm, what: &str) -> Result<()> {
     if c.inter().is_some() {
@@ -130,7 +127,7 @@ pub unsafe fn bcast(
 ) -> Result<Plan> {
     if c.inter().is_some() {
         // SAFETY: forwarded contract.
-        return unsafe { intercomm_coll::bcast(ICOLL, buf, count, dt, root, c) };
+        return unsafe { intercomm_coll::bcast(buf, count, dt, root, c) };
     }
     host_only(&[buf])?;
     let cnt = count_arg(count, "count")?;
@@ -162,7 +159,7 @@ pub unsafe fn allreduce(
 ) -> Result<Plan> {
     if c.inter().is_some() {
         // SAFETY: forwarded contract.
-        return unsafe { intercomm_coll::allreduce(ICOLL, send, recv, count, dt, op) };
+        return unsafe { intercomm_coll::allreduce(send, recv, count, dt, op) };
     }
     host_only(&[send, recv as *const c_void])?;
     // A dry run checks the arguments; launching stages again.
@@ -198,7 +195,7 @@ pub unsafe fn reduce(
 ) -> Result<Plan> {
     if c.inter().is_some() {
         // SAFETY: forwarded contract.
-        return unsafe { intercomm_coll::reduce(ICOLL, send, recv, count, dt, op, root, c) };
+        return unsafe { intercomm_coll::reduce(send, recv, count, dt, op, root, c) };
     }
     host_only(&[send, recv as *const c_void])?;
     // SAFETY: MPI's contract for sendbuf/recvbuf, checked inside (a dry run, as above).
@@ -238,7 +235,7 @@ pub unsafe fn allgather(
     if c.inter().is_some() {
         // SAFETY: forwarded contract.
         return unsafe {
-            intercomm_coll::allgatherv(ICOLL, send, scount, sdt, recv, rcount, None, rdt, c)
+            intercomm_coll::allgatherv(send, scount, sdt, recv, rcount, None, rdt, c)
         };
     }
     host_only(&[send, recv as *const c_void])?;
@@ -307,25 +304,9 @@ pub unsafe fn reduce_scatter(
     op: c_int,
     c: &Comm,
 ) -> Result<Plan> {
-    if let Some(inter) = c.inter() {
-        // SAFETY: forwarded contract (one count per local process).
-        let counts = unsafe { scatter_counts(recvcounts, inter.local.len()) }?;
-        // SAFETY: forwarded contract.
-        return unsafe {
-            intercomm_coll::reduce_scatter(
-                ICOLL,
-                send,
-                recv,
-                counts,
-                dt,
-                op,
-                Coll::ReduceScatter,
-                c,
-            )
-        };
-    }
-    // SAFETY: forwarded contract (one count per rank).
-    let counts = unsafe { scatter_counts(recvcounts, c.size()) }?;
+    // SAFETY: forwarded contract (one count per rank; per local process on an
+    // intercommunicator).
+    let counts = unsafe { scatter_counts(recvcounts, c.local_size()) }?;
     // SAFETY: forwarded contract.
     unsafe { reduce_scatter_counts(send, recv, counts, Kind::ReduceScatter, dt, op, c) }
 }
@@ -338,26 +319,10 @@ pub unsafe fn reduce_scatter_block(
     op: c_int,
     c: &Comm,
 ) -> Result<Plan> {
-    if let Some(inter) = c.inter() {
-        let counts = vec![count_arg(recvcount, "recvcount")?; inter.local.len()];
-        // SAFETY: forwarded contract.
-        return unsafe {
-            intercomm_coll::reduce_scatter(
-                ICOLL,
-                send,
-                recv,
-                counts,
-                dt,
-                op,
-                Coll::ReduceScatterBlock,
-                c,
-            )
-        };
-    }
     let n = count_arg(recvcount, "recvcount")?;
     let kind = Kind::ReduceScatterBlock;
     // SAFETY: forwarded contract.
-    unsafe { reduce_scatter_counts(send, recv, vec![n; c.size()], kind, dt, op, c) }
+    unsafe { reduce_scatter_counts(send, recv, vec![n; c.local_size()], kind, dt, op, c) }
 }
 
 /// The per-rank counts of `MPI_Reduce_scatter`, read and checked.
@@ -375,7 +340,8 @@ pub(crate) unsafe fn scatter_counts(counts: RecvCounts, n: usize) -> Result<Vec<
         .collect()
 }
 
-/// Reduce_scatter(_block): `counts[i]` is rank i's count (already checked).
+/// Reduce_scatter(_block): `counts[i]` is rank i's count (local process i's on an
+/// intercommunicator; already checked).
 #[allow(clippy::too_many_arguments)]
 unsafe fn reduce_scatter_counts(
     send: *const c_void,
@@ -386,11 +352,16 @@ unsafe fn reduce_scatter_counts(
     op: c_int,
     c: &Comm,
 ) -> Result<Plan> {
-    host_only(&[send, recv as *const c_void])?;
-    let stat = Some(match kind {
+    let stat = match kind {
         Kind::ReduceScatterBlock => Coll::ReduceScatterBlock,
         _ => Coll::ReduceScatter,
-    });
+    };
+    if c.inter().is_some() {
+        // SAFETY: forwarded contract.
+        return unsafe { intercomm_coll::reduce_scatter(send, recv, counts, dt, op, stat, c) };
+    }
+    host_only(&[send, recv as *const c_void])?;
+    let stat = Some(stat);
     let get = move |i: usize| -> Result<usize> { Ok(counts[i]) };
     // SAFETY: MPI's contract for the buffers, checked inside (a dry run, as in `allreduce`).
     drop(unsafe { ReduceScatterIo::new(send, recv, &get, dt, op, c) }?);
@@ -426,7 +397,7 @@ pub unsafe fn allgatherv(
     if c.inter().is_some() {
         let v = Some((rcounts, displs));
         // SAFETY: forwarded contract.
-        return unsafe { intercomm_coll::allgatherv(ICOLL, send, scount, sdt, recv, 0, v, rdt, c) };
+        return unsafe { intercomm_coll::allgatherv(send, scount, sdt, recv, 0, v, rdt, c) };
     }
     host_only(&[send, recv as *const c_void])?;
     let (n, r) = (c.size(), c.rank);
@@ -585,9 +556,7 @@ pub unsafe fn alltoall(
 ) -> Result<Plan> {
     if c.inter().is_some() {
         // SAFETY: forwarded contract.
-        return unsafe {
-            intercomm_coll::alltoallv(ICOLL, send, scount, sdt, recv, rcount, rdt, None, c)
-        };
+        return unsafe { intercomm_coll::alltoallv(send, scount, sdt, recv, rcount, rdt, None, c) };
     }
     host_only(&[send, recv as *const c_void])?;
     let (rs, rlaid, sendside) = alltoall_sides(send, scount, sdt, recv, rcount, rdt, c)?;
@@ -652,7 +621,7 @@ pub unsafe fn alltoallv(
     if c.inter().is_some() {
         let v = Some((scounts, sdispls, rcounts, rdispls));
         // SAFETY: forwarded contract.
-        return unsafe { intercomm_coll::alltoallv(ICOLL, send, 0, sdt, recv, 0, rdt, v, c) };
+        return unsafe { intercomm_coll::alltoallv(send, 0, sdt, recv, 0, rdt, v, c) };
     }
     host_only(&[send, recv as *const c_void])?;
     // SAFETY: forwarded contract.
@@ -792,7 +761,7 @@ pub unsafe fn gather(
     if c.inter().is_some() {
         // SAFETY: forwarded contract.
         return unsafe {
-            intercomm_coll::gatherv(ICOLL, send, scount, sdt, recv, rcount, None, rdt, root, c)
+            intercomm_coll::gatherv(send, scount, sdt, recv, rcount, None, rdt, root, c)
         };
     }
     // SAFETY: forwarded contract.
@@ -814,9 +783,7 @@ pub unsafe fn gatherv(
     if c.inter().is_some() {
         let v = Some((rcounts, displs));
         // SAFETY: forwarded contract.
-        return unsafe {
-            intercomm_coll::gatherv(ICOLL, send, scount, sdt, recv, 0, v, rdt, root, c)
-        };
+        return unsafe { intercomm_coll::gatherv(send, scount, sdt, recv, 0, v, rdt, root, c) };
     }
     let counts = Some((rcounts, displs));
     // SAFETY: forwarded contract.
@@ -928,7 +895,7 @@ pub unsafe fn scatter(
     if c.inter().is_some() {
         // SAFETY: forwarded contract.
         return unsafe {
-            intercomm_coll::scatterv(ICOLL, send, scount, None, sdt, recv, rcount, rdt, root, c)
+            intercomm_coll::scatterv(send, scount, None, sdt, recv, rcount, rdt, root, c)
         };
     }
     // SAFETY: forwarded contract.
@@ -950,9 +917,7 @@ pub unsafe fn scatterv(
     if c.inter().is_some() {
         let v = Some((scounts, displs));
         // SAFETY: forwarded contract.
-        return unsafe {
-            intercomm_coll::scatterv(ICOLL, send, 0, v, sdt, recv, rcount, rdt, root, c)
-        };
+        return unsafe { intercomm_coll::scatterv(send, 0, v, sdt, recv, rcount, rdt, root, c) };
     }
     let counts = Some((scounts, displs));
     // SAFETY: forwarded contract.
