@@ -55,7 +55,13 @@ pub struct Comm {
     proc_topo: std::sync::OnceLock<Arc<crate::process_topology::ProcTopo>>,
     /// The communicator of `MPIX_Comm_(i)agree` (see [`Comm::agreement`]), made at first use.
     agreement: std::sync::OnceLock<Arc<Comm>>,
+    /// The twin nonblocking and persistent collectives run on (see [`Comm::nonblocking`]).
+    nonblocking: std::sync::OnceLock<Arc<Comm>>,
 }
+
+/// The first call number of nonblocking and persistent collectives ([`Comm::nonblocking`]):
+/// far above any number the blocking sequence reaches, so the two never meet.
+pub const NONBLOCKING_SEQ: u64 = 1 << 62;
 
 /// What makes a [`Comm`] an intercommunicator (built by `crate::intercomm`).
 pub struct Inter {
@@ -126,7 +132,51 @@ impl Comm {
             inter: std::sync::OnceLock::new(),
             proc_topo: std::sync::OnceLock::new(),
             agreement: std::sync::OnceLock::new(),
+            nonblocking: std::sync::OnceLock::new(),
         }
+    }
+
+    /// The communicator nonblocking and persistent collectives (`MPI_Ixxx`, `MPI_Xxx_init`)
+    /// run on: this one's twin — same id, groups, process topology and intercommunicator
+    /// parts — whose call numbers count from [`NONBLOCKING_SEQ`]. Blocking and nonblocking
+    /// collectives are so numbered in two sequences, as MPICH and Open MPI number them: MPI
+    /// asks every process to call all of a communicator's collectives in one order, but
+    /// programs that start a nonblocking collective on one side of an `MPI_Barrier` on one
+    /// rank and on the other side on another run on both, and must on hcomm too (mpi4py's
+    /// `Iagree` test does). The price: a blocking call matched against a nonblocking one is
+    /// not reported as a mismatch, it waits (and the wait's liveness reports name it).
+    /// Frames of the two sequences never match each other (their numbers differ); a failure
+    /// notice of a blocking call still ends every later nonblocking call (their numbers are
+    /// higher), not the other way round.
+    pub fn nonblocking(&self) -> &Arc<Comm> {
+        self.nonblocking.get_or_init(|| Arc::new(self.twin()))
+    }
+
+    /// A copy of this communicator's identity with a fresh call sequence from
+    /// [`NONBLOCKING_SEQ`] (intercommunicator parts twinned alike).
+    fn twin(&self) -> Comm {
+        let errh = self.errhandler.load(Ordering::Relaxed);
+        let c = Comm::new(
+            self.id,
+            self.rank,
+            self.world.clone(),
+            self.ep.clone(),
+            errh,
+        );
+        c.seq.store(NONBLOCKING_SEQ, Ordering::Relaxed);
+        if let Some(t) = self.proc_topo() {
+            // A fresh `Comm`'s cell is empty, so `set` cannot fail.
+            let _ = c.proc_topo.set(t.clone());
+        }
+        if let Some(i) = self.inter() {
+            c.set_inter(Inter {
+                local: i.local.clone(),
+                local_comm: i.local_comm.twin(),
+                bridge: i.bridge.twin(),
+                first: i.first,
+            });
+        }
+        c
     }
 
     /// The communicator agreements (`MPIX_Comm_agree`, `MPIX_Comm_iagree`) run on: every

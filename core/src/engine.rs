@@ -618,10 +618,10 @@ impl<'a> Schedule<'a> {
                         return refuse(Error::new(
                             Class::Truncate,
                             format!(
-                                "message size mismatch in {} on {} (call {}): rank {} sends {} bytes where rank {me} expects {len}: were the counts and datatypes consistent on every rank?",
+                                "message size mismatch in {} on {} ({}): rank {} sends {} bytes where rank {me} expects {len}: were the counts and datatypes consistent on every rank?",
                                 health::call_text(&ctx.sig),
                                 health::comm_label(ctx.comm_id),
-                                ctx.seq,
+                                health::call_label(ctx.seq),
                                 ranks.1,
                                 hdr.msg_len()
                             ),
@@ -722,10 +722,10 @@ impl Wait for Schedule<'_> {
 
     fn describe(&self) -> String {
         format!(
-            "{} on {} (call {})",
+            "{} on {} ({})",
             health::call_text(&self.ctx.sig),
             health::comm_label(self.ctx.comm_id),
-            self.ctx.seq
+            health::call_label(self.ctx.seq)
         )
     }
 

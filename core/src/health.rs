@@ -221,6 +221,15 @@ pub fn comm_label(comm_id: u64) -> String {
     }
 }
 
+/// How messages name call `seq` of a communicator: "call 7", or "nonblocking call 7" in the
+/// sequence of nonblocking and persistent collectives ([`crate::comm::Comm::nonblocking`]).
+pub fn call_label(seq: u64) -> String {
+    match seq.checked_sub(crate::comm::NONBLOCKING_SEQ) {
+        Some(n) => format!("nonblocking call {n}"),
+        None => format!("call {seq}"),
+    }
+}
+
 /// A signature as the user wrote the call: `MPI_Allreduce(count=10, MPI_FLOAT, MPI_SUM)`,
 /// `MPI_Bcast(count=20, MPI_INT, root=0)`.
 pub fn call_text(sig: &Signature) -> String {
@@ -253,8 +262,9 @@ pub fn call_text(sig: &Signature) -> String {
 pub fn mismatch(comm_id: u64, seq: u64, a: (usize, &Signature), b: (usize, &Signature)) -> Error {
     let (a, b) = if a.0 <= b.0 { (a, b) } else { (b, a) };
     Error::other(format!(
-        "collective call mismatch on {} (call {seq}): rank {} in {}, rank {} in {}",
+        "collective call mismatch on {} ({}): rank {} in {}, rank {} in {}",
         comm_label(comm_id),
+        call_label(seq),
         a.0,
         call_text(a.1),
         b.0,

@@ -191,9 +191,10 @@ impl OneShot<'_> {
                 return Err(Error::new(
                     Class::Truncate,
                     format!(
-                        "message size mismatch in {} on {} (call {seq}): rank {j} sends {} bytes where rank {me} expects {len}: were the counts and datatypes consistent on every rank?",
+                        "message size mismatch in {} on {} ({}): rank {j} sends {} bytes where rank {me} expects {len}: were the counts and datatypes consistent on every rank?",
                         health::call_text(sig),
                         health::comm_label(id),
+                        health::call_label(seq),
                         hdr.msg_len()
                     ),
                 ));
@@ -272,10 +273,10 @@ impl Wait for OneShot<'_> {
 
     fn describe(&self) -> String {
         format!(
-            "{} on {} (call {})",
+            "{} on {} ({})",
             health::call_text(&self.sig),
             health::comm_label(self.comm.id),
-            self.seq
+            health::call_label(self.seq)
         )
     }
 

@@ -134,7 +134,8 @@ pub fn start_nonblocking(
         if let Some(stat) = plan.stat {
             stats::handled_nb(stat);
         }
-        start_coll(name, comm, c, req, plan)
+        // In the nonblocking sequence (see `Comm::nonblocking`).
+        start_coll(name, comm, c.nonblocking().clone(), req, plan)
     })
 }
 

@@ -67,7 +67,10 @@ pub fn start_persistent(
         info_arg(info)?;
         req_arg(req)?;
         let ep = c.ep.clone();
-        let start: Starter = Box::new(move || Ok(Box::new(plan.launch(&c)?) as Box<dyn Op>));
+        // Each start takes the next number of the nonblocking sequence (see
+        // `Comm::nonblocking`), as MPICH and Open MPI number persistent collectives.
+        let nb = c.nonblocking().clone();
+        let start: Starter = Box::new(move || Ok(Box::new(plan.launch(&nb)?) as Box<dyn Op>));
         register(Request::persistent(name, comm, true, ep, start), req)
     })
 }
