@@ -121,7 +121,11 @@ fn build_allgather_as<'c>(
                 r,
                 n,
             );
-            ring.allgather(&mut s, recv, r, None, &[], 0);
+            // The own block leaves from the send buffer (when not in place): a single-copy read
+            // of it then pulls lines nobody just wrote, not ones the local copy above left
+            // dirty in this core's cache (measured: docs/PERFORMANCE.md, "Where it wins").
+            let src = (!std::ptr::eq(send, own)).then_some(send);
+            ring.allgather(&mut s, recv, r, src, &[], 0);
         }
         _ => {
             for p in (0..n).filter(|&p| p != r) {

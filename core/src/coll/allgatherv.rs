@@ -76,7 +76,9 @@ pub fn build_allgatherv<'c>(
             let biggest = recv.iter().map(|b| b.1).max().unwrap_or(0);
             let chunk = chunk_elems(1, biggest, copy_ring_fragment(comm, &mut s, biggest)?);
             let ring = Ring::flat(&blocks, 1, chunk, r, n);
-            ring.allgather(&mut s, base, r, None, &[], 0);
+            // From the send buffer, as in the allgather.
+            let src = (!std::ptr::eq(send, own)).then_some(send);
+            ring.allgather(&mut s, base, r, src, &[], 0);
         }
         _ => {
             for p in (0..n).filter(|&p| p != r) {

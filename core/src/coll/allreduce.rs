@@ -206,20 +206,26 @@ pub(super) fn copy_ring_fragment(
     })
 }
 
-/// The chunk of a ring stage that copies blocks of up to `block_bytes` as single copies:
-/// [`SINGLE_COPY_CHUNK`] when single copy is possible (`HCOMM_CMA` not 0), every rank is on
-/// one host and a block holds at least one such chunk; else `None`. Every rank decides alike
-/// (same settings, topology and counts), so all cut the same chunks.
+/// The chunk of a ring stage that copies blocks of up to `block_bytes` as single copies: the
+/// block, at most [`SINGLE_COPY_CHUNK`], when single copy is possible (`HCOMM_CMA` not 0),
+/// every rank is on one host and the block holds at least [`SINGLE_COPY_MIN`]; else `None`.
+/// Every rank decides alike (same settings, topology and counts), so all cut the same chunks.
 pub(super) fn single_copy_chunk(comm: &Comm, block_bytes: usize) -> Option<usize> {
     let possible = crate::param::cma() != crate::param::CmaMode::Off
         && !comm.topology().spans_hosts()
-        && block_bytes >= SINGLE_COPY_CHUNK;
-    possible.then_some(SINGLE_COPY_CHUNK)
+        && block_bytes >= SINGLE_COPY_MIN;
+    possible.then_some(SINGLE_COPY_CHUNK.min(block_bytes))
 }
 
-/// A kernel read pins the pages and costs a system call: 128 KiB reads were slower than the
-/// slots' two copies, 1 MiB reads faster; 512 KiB blocks (a 1 MiB allgather on 2 ranks)
-/// slower again (docs/PERFORMANCE.md, "Single copy").
+/// The smallest block a copying ring moves as single copies (one read per block below
+/// [`SINGLE_COPY_CHUNK`]): 128 KiB blocks were faster than the slots at 2 ranks and at 4 ranks
+/// on 2 cores, 64 KiB blocks faster at 2 ranks only, 32 KiB no faster (docs/PERFORMANCE.md,
+/// "The allgather's own block").
+const SINGLE_COPY_MIN: usize = 128 << 10;
+
+/// A kernel read pins the pages and costs a system call: cut into 128 KiB reads, large blocks
+/// were slower than the slots' two copies, in 1 MiB reads faster (docs/PERFORMANCE.md,
+/// "Single copy").
 const SINGLE_COPY_CHUNK: usize = 1 << 20;
 
 pub(super) fn copy_if_needed(src: *const u8, dst: *mut u8, len: usize) {
