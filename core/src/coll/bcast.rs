@@ -100,7 +100,13 @@ pub fn build_bcast<'c>(
         }
     };
     let mut s = Schedule::new(comm.ctx(sig, seq, dt.extent));
-    let ce = chunk_elems(dt.extent, count, fragment(comm)?);
+    let ce = match single_copy_whole(comm, nbytes, order.is_some()) {
+        Some(c) => {
+            s.single_copy();
+            chunk_elems(dt.extent, count, c)
+        }
+        None => chunk_elems(dt.extent, count, fragment(comm)?),
+    };
     for (c, (off, cnt)) in chunks(count, ce).enumerate() {
         let p = buf.wrapping_add(off * dt.extent);
         let len = cnt * dt.extent;
@@ -111,3 +117,22 @@ pub fn build_bcast<'c>(
     }
     Ok(s)
 }
+
+/// On 2 ranks of one host, a message of 128 to 512 KiB goes whole, as one single copy (the
+/// receiver's kernel read of the root's buffer). Measured against the slots' pipelined two
+/// copies (docs/PERFORMANCE.md, "Bcast"): faster there (128 KiB 9.0 against 10.7 µs, 512 KiB
+/// 29 against 39), slower at 1 MiB (88 against 75), where the slots keep both cores copying at
+/// once; and slower on a chain of 4 ranks at every size from 128 KiB (a forwarding rank waits
+/// for its child's read, and that read pulls lines the forwarder's own read just wrote). Every
+/// rank decides alike (settings, topology, size).
+fn single_copy_whole(comm: &Comm, nbytes: usize, two_level: bool) -> Option<usize> {
+    let ok = !two_level
+        && comm.size() == 2
+        && crate::param::cma() != crate::param::CmaMode::Off
+        && !comm.topology().spans_hosts()
+        && (BCAST_SINGLE_MIN..=BCAST_SINGLE_MAX).contains(&nbytes);
+    ok.then_some(nbytes)
+}
+
+const BCAST_SINGLE_MIN: usize = 128 << 10;
+const BCAST_SINGLE_MAX: usize = 512 << 10;
