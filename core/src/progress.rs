@@ -8,13 +8,15 @@
 //!   (`HCOMM_SPIN`; zero when ranks outnumber cores), then sleeps on the rank's doorbell — the
 //!   futex every frame arrival, freed slot and completed request rings — with the 100 ms
 //!   timeout of [`crate::engine::drive`], between which stalled requests run their liveness
-//!   checks. When its list empties it naps (50 µs at a time) for a 2 ms grace period, taking
+//!   checks. When its list empties it naps (50 µs at a time; 1 ms where waiters do not spin,
+//!   as when ranks outnumber cores) for a 2 ms grace period, taking
 //!   up only requests that outlived a nap — those its caller completes at once in `MPI_Wait`
 //!   never pay for a wake-up or a second thread stepping them — and then sleeps on a condition
 //!   variable, which a start signals: an idle process costs no CPU. So communication advances
 //!   while the caller computes without calling MPI.
 //! - **Callers** in `MPI_Wait*`/`MPI_Test*` step the whole active list too (not only the
-//!   requests they wait for: MPI's progress rule), then sleep on the same doorbell. With
+//!   requests they wait for: MPI's progress rule); `MPI_Wait*` spins, yields, then sleeps on
+//!   the same doorbell, as a blocking call waits ([`crate::wait::keep_polling`]). With
 //!   `HCOMM_PROGRESS=caller` they are the only ones, and every blocking wait of the engine
 //!   steps the active list before it sleeps ([`step_others`]), so a blocking call never
 //!   waits on a peer that waits for one of this process's requests.
@@ -55,6 +57,9 @@ static DEEP: AtomicBool = AtomicBool::new(false);
 /// [`GRACE`] before its deep sleep, looking for requests on each wake-up.
 const NAP: Duration = Duration::from_micros(50);
 const GRACE: Duration = Duration::from_millis(2);
+/// The nap where waiters do not spin (`HCOMM_SPIN=0`, the default when ranks outnumber
+/// cores): each wake-up of the napping thread takes a time slice from a rank there.
+const NAP_SHARED: Duration = Duration::from_millis(1);
 
 /// Starts a request: one step right away (posts what can go out), then onto the active list
 /// unless that already completed it; the progress thread is spawned on first use.
@@ -125,6 +130,7 @@ fn progress_loop() {
     // The grace period: since when (`None`: not in it), and the requests seen at the last nap.
     let mut grace_since: Option<Instant> = None;
     let mut seen: Vec<u64> = Vec::new();
+    let mut nap = NAP;
     loop {
         let list = {
             let mut g = ACTIVE.lock();
@@ -153,9 +159,9 @@ fn progress_loop() {
                 if !seen.is_empty() {
                     // Requests keep coming: the grace period runs from the last one seen.
                     grace_since = Some(Instant::now());
-                    NOT_EMPTY.wait_for(&mut g, NAP);
+                    NOT_EMPTY.wait_for(&mut g, nap);
                 } else if since.elapsed() < GRACE {
-                    NOT_EMPTY.wait_for(&mut g, NAP);
+                    NOT_EMPTY.wait_for(&mut g, nap);
                 } else {
                     DEEP.store(true, Ordering::Relaxed);
                     NOT_EMPTY.wait(&mut g);
@@ -166,6 +172,9 @@ fn progress_loop() {
             }
         };
         let ep = list[0].endpoint().clone();
+        if ep.spin.is_zero() {
+            nap = NAP_SHARED;
+        }
         // As in `engine::drive`: owed acknowledgements of synchronous messages go out.
         ep.p2p_flush_acks();
         if advance_all(&list, false) {
@@ -235,8 +244,10 @@ pub fn wait_until(ep: &Endpoint, enough: impl Fn() -> bool) {
             return;
         }
         let since = *idle_since.get_or_insert_with(Instant::now);
-        if since.elapsed() < ep.spin {
-            std::hint::spin_loop();
+        // Spin, then give the core away between polls, then sleep: as a blocking call waits
+        // (`engine::drive`). Without the yielding phase a waiter on a machine with more ranks
+        // than cores went to sleep at once and paid a futex wake-up per message.
+        if crate::wait::keep_polling(since.elapsed(), ep.spin) {
             continue;
         }
         sleep_unless(ep, || advance_all(&list, true) || enough());
