@@ -123,7 +123,7 @@ fn build_allgather_as<'c>(
             );
             // The own block leaves from the send buffer (when not in place): a single-copy read
             // of it then pulls lines nobody just wrote, not ones the local copy above left
-            // dirty in this core's cache (measured: docs/PERFORMANCE.md, "Where it wins").
+            // dirty in this core's cache (measured: docs/PERFORMANCE.md, "The own block").
             let src = (!std::ptr::eq(send, own)).then_some(send);
             ring.allgather(&mut s, recv, r, src, &[], 0);
         }

@@ -220,7 +220,7 @@ pub(super) fn single_copy_chunk(comm: &Comm, block_bytes: usize) -> Option<usize
 /// The smallest block a copying ring moves as single copies (one read per block below
 /// [`SINGLE_COPY_CHUNK`]): 128 KiB blocks were faster than the slots at 2 ranks and at 4 ranks
 /// on 2 cores, 64 KiB blocks faster at 2 ranks only, 32 KiB no faster (docs/PERFORMANCE.md,
-/// "The allgather's own block").
+/// "The own block").
 const SINGLE_COPY_MIN: usize = 128 << 10;
 
 /// A kernel read pins the pages and costs a system call: cut into 128 KiB reads, large blocks
