@@ -46,6 +46,49 @@ pub fn allreduce(
     build_allreduce(comm, send, recv, count, dt, red, sig)?.run()
 }
 
+/// The operation of a nonblocking or persistent allreduce (the call number taken now): the
+/// allocation-free one-shot where the blocking call would take it, else the schedule of
+/// [`build_allreduce`]. `finish` runs on completion.
+#[allow(clippy::too_many_arguments)]
+pub fn allreduce_op(
+    comm: &std::sync::Arc<Comm>,
+    send: *const u8,
+    recv: *mut u8,
+    count: usize,
+    dt: &Datatype,
+    red: Reduction,
+    sig: Signature,
+    finish: Option<Box<dyn FnOnce() + Send>>,
+) -> Result<Box<dyn crate::request::Op>> {
+    let nbytes = count * dt.extent;
+    if comm.size() > 1
+        && choose_algo(comm, red, nbytes) == Algo::OneShot
+        && direct::fits(comm, nbytes)
+    {
+        let seq = comm.next_seq();
+        comm.note_algo(Kind::Allreduce, Algo::OneShot, nbytes);
+        let op = direct::OneShotOp::new(
+            comm.clone(),
+            seq,
+            send,
+            recv,
+            count,
+            dt.extent,
+            red,
+            sig,
+            finish,
+        )?;
+        return Ok(Box::new(op));
+    }
+    let dt = *dt;
+    let s = crate::request::Sched::new(
+        comm.clone(),
+        move |c| build_allreduce(c, send, recv, count, &dt, red, sig),
+        finish,
+    )?;
+    Ok(Box::new(s))
+}
+
 /// The algorithm for `nbytes` with `red` on more than one rank. Across hosts, commutative
 /// reductions take two levels ([`hier`]): small ones through the host leaders (one network
 /// message per pair of hosts; measured faster than the flat one-shot's one per pair of ranks,

@@ -19,6 +19,8 @@
 
 use std::mem::MaybeUninit;
 
+use std::sync::Arc;
+
 use super::{tag, Reduction};
 use crate::comm::Comm;
 use crate::endpoint::MatchKey;
@@ -26,6 +28,7 @@ use crate::engine::{drive, Step, Wait};
 use crate::error::{Class, Error, Result};
 use crate::frame::{FrameHeader, Signature};
 use crate::health;
+use crate::request::{Completion, Op};
 
 /// The largest message the fast path takes (bytes); larger ones also need a fragment each.
 pub(super) const MAX_BYTES: usize = 16 << 10;
@@ -61,46 +64,104 @@ pub(super) fn oneshot(
     root: Option<usize>,
     sig: Signature,
 ) -> Result<()> {
-    let (n, r) = (comm.size(), comm.rank);
-    let nbytes = count * extent;
-    debug_assert!(fits(comm, nbytes));
-    let folds = root.is_none_or(|root| root == r);
-    // In place, the output is the input: fold from (and send) a copy.
     let mut saved = MaybeUninit::<Saved>::uninit();
-    let mine = if folds && std::ptr::eq(send, recv) && nbytes > 0 {
-        let p = saved.as_mut_ptr().cast::<u8>();
-        // SAFETY: `send` is valid for `nbytes` (the ABI layer checked it) and `saved` has room
-        // for MAX_BYTES >= nbytes; a stack buffer cannot overlap the caller's.
-        unsafe { std::ptr::copy_nonoverlapping(send, p, nbytes) };
-        p as *const u8
-    } else {
-        send
-    };
-    let mut pending = 0u64;
-    for p in (0..n).filter(|&p| p != r && root.is_none_or(|root| root == p)) {
-        pending |= 1 << p;
-    }
-    let mut hdr = FrameHeader::new(&sig, comm.id, seq, tag(0, 0), comm.ep.rank as u32);
-    hdr.set_msg_len(nbytes as u64);
-    let mut w = OneShot {
+    let mut w = OneShot::new(
         comm,
         seq,
-        sig,
-        hdr,
-        mine,
-        out: recv,
-        nbytes,
+        send,
+        recv,
         count,
+        extent,
         red,
-        pending,
-        next: if folds { 0 } else { n },
-    };
+        root,
+        sig,
+        saved.as_mut_ptr().cast(),
+    );
     if let Some(e) = comm.ep.notices().find(comm.id, seq) {
         return Err(e);
     }
     match drive(&comm.ep, &mut w) {
         Ok(()) => Ok(()),
         Err(e) => Err(w.failed(e)),
+    }
+}
+
+/// The one-shot fold as the operation of a request (a nonblocking or persistent allreduce
+/// whose message fits, [`fits`]): the same state machine, frames and fold order as the
+/// blocking fast path, without the schedule's allocations; an in-place input's copy lives on
+/// the heap instead of the stack.
+pub struct OneShotOp {
+    // Field order matters: `w` borrows from `_comm` (and `_saved`) and drops first.
+    w: OneShot<'static>,
+    _saved: Option<Box<MaybeUninit<Saved>>>,
+    finish: Option<Box<dyn FnOnce() + Send>>,
+    _comm: Arc<Comm>,
+}
+
+// SAFETY: as for `request::Sched`: the raw pointers point into the caller's buffers (which MPI
+// forbids the caller to touch until the request completes) and into `_saved`; the `Comm` the
+// state borrows is kept alive by `_comm`; the request's lock makes one thread step it at once.
+unsafe impl Send for OneShotOp {}
+
+impl OneShotOp {
+    /// Call `seq` (already taken) of the one-shot allreduce; `finish` runs on completion.
+    /// The caller has checked [`fits`].
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn new(
+        comm: Arc<Comm>,
+        seq: u64,
+        send: *const u8,
+        recv: *mut u8,
+        count: usize,
+        extent: usize,
+        red: Reduction,
+        sig: Signature,
+        finish: Option<Box<dyn FnOnce() + Send>>,
+    ) -> Result<OneShotOp> {
+        if let Some(e) = comm.ep.notices().find(comm.id, seq) {
+            return Err(e);
+        }
+        // SAFETY: the `Comm` lives in the `Arc`'s heap block, which does not move, and the
+        // `Arc` is stored in the returned value next to the state, which drops first.
+        let c: &'static Comm = unsafe { &*Arc::as_ptr(&comm) };
+        let mut saved = std::ptr::eq(send, recv).then(|| Box::new(MaybeUninit::<Saved>::uninit()));
+        let at = saved
+            .as_mut()
+            .map_or(std::ptr::null_mut(), |b| b.as_mut_ptr().cast::<u8>());
+        let w = OneShot::new(c, seq, send, recv, count, extent, red, None, sig, at);
+        Ok(OneShotOp {
+            w,
+            _saved: saved,
+            finish,
+            _comm: comm,
+        })
+    }
+}
+
+impl Wait for OneShotOp {
+    fn poll(&mut self, last: bool) -> Result<Step> {
+        self.w.poll(last)
+    }
+    fn describe(&self) -> String {
+        self.w.describe()
+    }
+    fn blocked_on(&self, out: &mut Vec<usize>) {
+        self.w.blocked_on(out)
+    }
+    fn noticed(&self) -> Option<Error> {
+        self.w.noticed()
+    }
+}
+
+impl Op for OneShotOp {
+    fn complete(&mut self) -> Result<Completion> {
+        if let Some(f) = self.finish.take() {
+            f();
+        }
+        Ok(Completion::empty())
+    }
+    fn failed(&mut self, e: Error) -> Error {
+        self.w.failed(e)
     }
 }
 
@@ -120,6 +181,57 @@ struct OneShot<'a> {
     pending: u64,
     /// The next rank whose input to fold; `n`: folding done (or nothing to fold).
     next: usize,
+}
+
+impl<'a> OneShot<'a> {
+    /// The state of call `seq`; `saved` has room for an in-place input's copy
+    /// ([`MAX_BYTES`], 64-byte aligned), used only in place.
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        comm: &'a Comm,
+        seq: u64,
+        send: *const u8,
+        recv: *mut u8,
+        count: usize,
+        extent: usize,
+        red: Reduction,
+        root: Option<usize>,
+        sig: Signature,
+        saved: *mut u8,
+    ) -> OneShot<'a> {
+        let (n, r) = (comm.size(), comm.rank);
+        let nbytes = count * extent;
+        debug_assert!(fits(comm, nbytes));
+        let folds = root.is_none_or(|root| root == r);
+        // In place, the output is the input: fold from (and send) a copy.
+        let mine = if folds && std::ptr::eq(send, recv) && nbytes > 0 {
+            // SAFETY: `send` is valid for `nbytes` (the ABI layer checked it) and `saved` has
+            // room for MAX_BYTES >= nbytes; our own buffer cannot overlap the caller's.
+            unsafe { std::ptr::copy_nonoverlapping(send, saved, nbytes) };
+            saved as *const u8
+        } else {
+            send
+        };
+        let mut pending = 0u64;
+        for p in (0..n).filter(|&p| p != r && root.is_none_or(|root| root == p)) {
+            pending |= 1 << p;
+        }
+        let mut hdr = FrameHeader::new(&sig, comm.id, seq, tag(0, 0), comm.ep.rank as u32);
+        hdr.set_msg_len(nbytes as u64);
+        OneShot {
+            comm,
+            seq,
+            sig,
+            hdr,
+            mine,
+            out: recv,
+            nbytes,
+            count,
+            red,
+            pending,
+            next: if folds { 0 } else { n },
+        }
+    }
 }
 
 impl OneShot<'_> {

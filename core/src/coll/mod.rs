@@ -29,7 +29,7 @@ mod select;
 
 pub use allgather::{allgather, allgather_internal, build_allgather};
 pub use allgatherv::{allgatherv, build_allgatherv};
-pub use allreduce::{allreduce, build_allreduce};
+pub use allreduce::{allreduce, allreduce_op, build_allreduce};
 pub use alltoall::{alltoallv, build_alltoallv};
 pub use barrier::{barrier, build_barrier};
 pub use bcast::{bcast, build_bcast};

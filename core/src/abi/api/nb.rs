@@ -86,8 +86,8 @@ pub(super) fn start_coll(
 ) -> Result<()> {
     let ep = c.ep.clone();
     let pending = plan.stat.and_then(stats::profile::begin);
-    let sched = plan.launch(&c)?;
-    let r = Request::new(name, comm, true, ep, Box::new(sched));
+    let op = plan.launch(&c)?;
+    let r = Request::new(name, comm, true, ep, op);
     publish(Arc::new(r.profiled(pending.map(|p| p.built()))), req)
 }
 

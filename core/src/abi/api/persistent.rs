@@ -70,7 +70,7 @@ pub fn start_persistent(
         // Each start takes the next number of the nonblocking sequence (see
         // `Comm::nonblocking`), as MPICH and Open MPI number persistent collectives.
         let nb = c.nonblocking().clone();
-        let start: Starter = Box::new(move || Ok(Box::new(plan.launch(&nb)?) as Box<dyn Op>));
+        let start: Starter = Box::new(move || plan.launch(&nb));
         register(Request::persistent(name, comm, true, ep, start), req)
     })
 }

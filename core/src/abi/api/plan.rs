@@ -35,10 +35,10 @@ use super::*;
 use crate::coll;
 use crate::error::{Class, Error, Result};
 use crate::frame::Kind;
-use crate::request::Sched;
+use crate::request::{Op, Sched};
 use crate::stats::Coll;
 
-type Launch = Box<dyn FnMut(&Arc<Comm>) -> Result<Sched>>;
+type Launch = Box<dyn FnMut(&Arc<Comm>) -> Result<Box<dyn Op>>>;
 
 /// A validated collective call (see the module comment).
 pub struct Plan {
@@ -55,7 +55,16 @@ unsafe impl Send for Plan {}
 impl Plan {
     pub(crate) fn new(
         stat: Option<Coll>,
-        f: impl FnMut(&Arc<Comm>) -> Result<Sched> + 'static,
+        mut f: impl FnMut(&Arc<Comm>) -> Result<Sched> + 'static,
+    ) -> Plan {
+        Plan::of_op(stat, move |c| Ok(Box::new(f(c)?) as Box<dyn Op>))
+    }
+
+    /// As [`Plan::new`], for a plan whose launch picks its kind of operation (the small
+    /// allreduce's one-shot, `coll::allreduce_op`).
+    pub(crate) fn of_op(
+        stat: Option<Coll>,
+        f: impl FnMut(&Arc<Comm>) -> Result<Box<dyn Op>> + 'static,
     ) -> Plan {
         Plan {
             stat,
@@ -63,20 +72,19 @@ impl Plan {
         }
     }
 
-    /// Stages the buffers and builds the schedule (taking the next call number).
-    pub(crate) fn launch(&mut self, c: &Arc<Comm>) -> Result<Sched> {
+    /// Stages the buffers and builds the operation (taking the next call number).
+    pub(crate) fn launch(&mut self, c: &Arc<Comm>) -> Result<Box<dyn Op>> {
         (self.launch)(c)
     }
 
-    /// A blocking call: launches the plan and drives the schedule to its end on the caller's
+    /// A blocking call: launches the plan and drives the operation to its end on the caller's
     /// thread (the same spin-then-sleep wait and liveness checks as every blocking collective;
     /// no request, no progress thread).
     pub(crate) fn run(mut self, c: &Arc<Comm>) -> Result<()> {
-        use crate::request::Op;
-        let mut sched = self.launch(c)?;
-        match crate::engine::drive(&c.ep, &mut sched) {
-            Ok(()) => sched.complete().map(drop),
-            Err(e) => Err(sched.failed(e)),
+        let mut op = self.launch(c)?;
+        match crate::engine::drive(&c.ep, &mut *op) {
+            Ok(()) => op.complete().map(drop),
+            Err(e) => Err(op.failed(e)),
         }
     }
 }
@@ -165,7 +173,7 @@ pub unsafe fn allreduce(
     // A dry run checks the arguments; launching stages again.
     // SAFETY: MPI's contract for sendbuf/recvbuf, checked inside.
     drop(unsafe { ReduceIo::new(send, recv, count, dt, op) }?);
-    Ok(Plan::new(Some(Coll::Allreduce), move |c| {
+    Ok(Plan::of_op(Some(Coll::Allreduce), move |c| {
         // SAFETY: as above.
         let io = unsafe { ReduceIo::new(send, recv, count, dt, op) }?;
         let s = sig(Kind::Allreduce, io.elems, io.view.handle, op, -1);
@@ -175,11 +183,7 @@ pub unsafe fn allreduce(
             // completion.
             unsafe { io.output.finish() }
         });
-        Sched::new(
-            c.clone(),
-            move |c| coll::build_allreduce(c, inp, out, n, &dtv, red, s),
-            finish,
-        )
+        coll::allreduce_op(c, inp, out, n, &dtv, red, s, finish)
     }))
 }
 
