@@ -42,6 +42,7 @@ IMPLS = collections.OrderedDict(
         ("hcomm-bench", ("hcomm bench (Rust tool)", "#8c564b")),
         ("hcomm-cma", ("hcomm, HCOMM_CMA=1 (single copy)", "#9467bd")),
         ("hcomm-nocma", ("hcomm, HCOMM_CMA=0", "#bcbd22")),
+        ("hcomm-copies", ("hcomm, HCOMM_CMA=copies", "#7f7f7f")),
     ]
 )
 PEERS = ("mpich", "openmpi")

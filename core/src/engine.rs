@@ -907,7 +907,7 @@ fn frag_limit(max_payload: usize, extent: usize) -> usize {
 fn may_single_copy(asked: bool) -> bool {
     match crate::param::cma() {
         crate::param::CmaMode::All => true,
-        crate::param::CmaMode::Copies => asked,
+        crate::param::CmaMode::Copies | crate::param::CmaMode::Auto => asked,
         crate::param::CmaMode::Off => false,
     }
 }

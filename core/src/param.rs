@@ -315,8 +315,13 @@ flag_param!(listen_any, "HCOMM_LISTEN_ANY");
 pub enum CmaMode {
     /// `0`: none; the link is not even probed.
     Off,
-    /// `auto` (the default): the large chunks of copy-only rings (allgather, allgatherv),
-    /// where one kernel copy replaces two user copies on a core that is busy either way.
+    /// `auto` (the default): as [`CmaMode::Copies`] where a measurement at setup finds one
+    /// kernel copy faster than two user copies on this machine
+    /// ([`crate::transport::copy_rate`]), else none.
+    Auto,
+    /// `copies`: the large chunks of copy-only rings (allgather, allgatherv) and a 2-rank
+    /// bcast of 128–512 KiB, where one kernel copy replaces two user copies on a core that is
+    /// busy either way, without measuring first.
     Copies,
     /// `1`: every message of at least `HCOMM_CMA_BYTES`.
     All,
@@ -326,15 +331,16 @@ pub enum CmaMode {
 pub fn cma() -> CmaMode {
     static V: OnceLock<CmaMode> = OnceLock::new();
     *V.get_or_init(|| match logged("HCOMM_CMA", raw("HCOMM_CMA")) {
-        None => CmaMode::Copies,
+        None => CmaMode::Auto,
         Some(v) => match v.trim().to_ascii_lowercase().as_str() {
-            "auto" | "copies" => CmaMode::Copies,
+            "auto" => CmaMode::Auto,
+            "copies" => CmaMode::Copies,
             "all" => CmaMode::All,
             "0" | "false" | "no" | "off" => CmaMode::Off,
             x if truthy(x) => CmaMode::All,
             x => {
-                crate::warn!("ignoring HCOMM_CMA={x:?}: use auto, 1 (all) or 0");
-                CmaMode::Copies
+                crate::warn!("ignoring HCOMM_CMA={x:?}: use auto, copies, 1 (all) or 0");
+                CmaMode::Auto
             }
         },
     })

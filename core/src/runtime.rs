@@ -479,7 +479,10 @@ fn connect_world(
                     // channel before the next barrier: a sender never posts a single copy
                     // its receiver cannot take.
                     let read_pid = match cma.then(|| theirs.probe_cma()) {
-                        Some(Ok(pid)) => Some(pid),
+                        // `auto`: invite single copies only where they measured faster.
+                        Some(Ok(pid)) => (crate::param::cma() != crate::param::CmaMode::Auto
+                            || crate::transport::copy_rate::single_copy_pays(geo.slot_bytes))
+                        .then_some(pid),
                         Some(Err(why)) => {
                             refused.get_or_insert((r, why));
                             None

@@ -7,6 +7,7 @@
 //! it cannot; waiting happens in one place, the engine, on the rank's doorbell
 //! ([`crate::wait`]), which every transport rings when it makes progress possible.
 
+pub mod copy_rate;
 pub mod shm;
 pub mod tcp;
 

@@ -331,7 +331,7 @@ fn probe_nonce(seed: u64) -> u64 {
 ///
 /// # Safety
 /// `dst` is valid for `len` bytes of writing.
-unsafe fn cma_read(
+pub(super) unsafe fn cma_read(
     pid: libc::pid_t,
     remote: u64,
     dst: *mut u8,
