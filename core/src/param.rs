@@ -49,7 +49,7 @@ pub const ALL: &[Param] = &[
     Param {
         name: "HCOMM_CMA",
         default: "auto",
-        help: "Single copy between ranks of one host (process_vm_readv: the receiver reads a message straight out of the sender's memory instead of both copying it through the shared-memory slots). auto: the allgather and allgatherv rings' blocks of 128 KiB and more (one read per block, at most 1 MiB) and a 2-rank bcast of 128-512 KiB, where it was measured faster (docs/PERFORMANCE.md); 1: every message of at least HCOMM_CMA_BYTES; 0: never (no probe). Where the kernel refuses it (ptrace scope, seccomp, another user), ranks copy through the slots and INFO says why.",
+        help: "Single copy between ranks of one host (process_vm_readv: the receiver reads a message straight out of the sender's memory instead of both copying it through the shared-memory slots). auto: as copies where a kernel read measured faster than two copies through a slot at setup (once per process, about 1 ms; INFO prints both rates), else none; copies: the allgather and allgatherv rings' blocks of 128 KiB and more (one read per block, at most 1 MiB) and a 2-rank bcast of 128-512 KiB (docs/PERFORMANCE.md); 1: every message of at least HCOMM_CMA_BYTES; 0: never (no probe). Where the kernel refuses it (ptrace scope, seccomp, another user), ranks copy through the slots and INFO says why.",
     },
     Param {
         name: "HCOMM_CMA_BYTES",
