@@ -60,6 +60,9 @@ enum Task {
         started: bool,
         /// Sent as a single copy: the ticket the peer acknowledges once it has read `buf`.
         ticket: Option<u64>,
+        /// Where the bytes are also copied as they leave (null: nowhere), see
+        /// [`Schedule::send_mirrored`].
+        mirror: *mut u8,
     },
     Recv {
         peer: usize,
@@ -243,6 +246,23 @@ impl<'a> Schedule<'a> {
         len: usize,
         deps: &[Option<TaskId>],
     ) -> TaskId {
+        self.send_mirrored(peer, tag, buf, len, std::ptr::null_mut(), deps)
+    }
+
+    /// [`Schedule::send`] that also copies the bytes to `mirror` (`len` bytes, disjoint from
+    /// `buf`), each fragment right after it left, while it is still in this core's cache: an
+    /// out-of-place allgather's own block then crosses memory once for the peer and the
+    /// output, where a separate copy read the whole block from memory a second time
+    /// (docs/PERFORMANCE.md, "The own block").
+    pub fn send_mirrored(
+        &mut self,
+        peer: usize,
+        tag: u32,
+        buf: *const u8,
+        len: usize,
+        mirror: *mut u8,
+        deps: &[Option<TaskId>],
+    ) -> TaskId {
         self.push(
             Task::Send {
                 peer,
@@ -252,6 +272,7 @@ impl<'a> Schedule<'a> {
                 done: 0,
                 started: false,
                 ticket: None,
+                mirror,
             },
             deps,
         )
@@ -522,6 +543,7 @@ impl<'a> Schedule<'a> {
                 done,
                 started,
                 ticket,
+                mirror,
             } => {
                 let world_peer = ctx.world[*peer];
                 if let Some(t) = *ticket {
@@ -544,6 +566,11 @@ impl<'a> Schedule<'a> {
                 if !*started && *len >= cma_threshold() && may_single_copy(asked) {
                     match ctx.ep.try_send_cma(world_peer, &hdr, *buf, *len)? {
                         CmaSend::Posted(t) => {
+                            // SAFETY: `mirror`, when set, is valid for `len` bytes and disjoint
+                            // from `buf` (send_mirrored's contract); the peer only reads `buf`.
+                            if !mirror.is_null() {
+                                unsafe { std::ptr::copy_nonoverlapping(*buf, *mirror, *len) };
+                            }
                             *ticket = Some(t);
                             *started = true;
                             *done = *len;
@@ -567,6 +594,13 @@ impl<'a> Schedule<'a> {
                     };
                     if !ctx.ep.try_send(world_peer, &hdr, payload)? {
                         break;
+                    }
+                    if !mirror.is_null() && n > 0 {
+                        // SAFETY: `mirror` is valid for `len` bytes and disjoint from `buf`
+                        // (send_mirrored's contract); `done + n <= len`.
+                        unsafe {
+                            std::ptr::copy_nonoverlapping(payload.as_ptr(), mirror.add(*done), n)
+                        };
                     }
                     *started = true;
                     *done += n;

@@ -108,9 +108,11 @@ fn build_allgather_as<'c>(
     };
     comm.note_algo(kind, algo, blk * n);
     let mut s = Schedule::new(comm.ctx(sig, seq, dt.extent));
-    copy_if_needed(send, own, blk);
     match algo {
-        Algo::Hier => hier::allgather(&mut s, comm, comm.topology(), recv, count, dt.extent)?,
+        Algo::Hier => {
+            copy_if_needed(send, own, blk);
+            hier::allgather(&mut s, comm, comm.topology(), recv, count, dt.extent)?
+        }
         Algo::Ring => {
             // Blocks of `count` elements each, back to back.
             let blocks: Vec<(usize, usize)> = even_blocks(count * n, n);
@@ -122,12 +124,15 @@ fn build_allgather_as<'c>(
                 n,
             );
             // The own block leaves from the send buffer (when not in place): a single-copy read
-            // of it then pulls lines nobody just wrote, not ones the local copy above left
-            // dirty in this core's cache (measured: docs/PERFORMANCE.md, "The own block").
+            // of it then pulls lines nobody just wrote, not ones a local copy left dirty in
+            // this core's cache; and it reaches its place in `recv` fragment by fragment as it
+            // is sent, while in cache, not in a separate pass over memory (measured:
+            // docs/PERFORMANCE.md, "The own block").
             let src = (!std::ptr::eq(send, own)).then_some(send);
             ring.allgather(&mut s, recv, r, src, &[], 0);
         }
         _ => {
+            copy_if_needed(send, own, blk);
             for p in (0..n).filter(|&p| p != r) {
                 s.send(p, tag(0, 0), own, blk, &[]);
             }

@@ -46,8 +46,8 @@ pub fn build_allgatherv<'c>(
     let seq = comm.next_seq();
     let total: usize = recv.iter().map(|b| b.1).sum();
     let (own, own_len) = recv[r];
-    copy_if_needed(send, own, own_len);
     if n == 1 {
+        copy_if_needed(send, own, own_len);
         comm.note_algo(sig.kind, Algo::Local, total);
         return Ok(Schedule::new(comm.ctx(sig, seq, 1)));
     }
@@ -68,6 +68,7 @@ pub fn build_allgatherv<'c>(
     let mut s = Schedule::new(comm.ctx(sig, seq, 1));
     match algo {
         Algo::Hier => {
+            copy_if_needed(send, own, own_len);
             let (base, blocks) = relative_blocks(recv);
             hier::allgather_blocks(&mut s, comm, t, base, &blocks, 1)?;
         }
@@ -76,11 +77,12 @@ pub fn build_allgatherv<'c>(
             let biggest = recv.iter().map(|b| b.1).max().unwrap_or(0);
             let chunk = chunk_elems(1, biggest, copy_ring_fragment(comm, &mut s, biggest)?);
             let ring = Ring::flat(&blocks, 1, chunk, r, n);
-            // From the send buffer, as in the allgather.
+            // From the send buffer, and into place as it is sent, as in the allgather.
             let src = (!std::ptr::eq(send, own)).then_some(send);
             ring.allgather(&mut s, base, r, src, &[], 0);
         }
         _ => {
+            copy_if_needed(send, own, own_len);
             for p in (0..n).filter(|&p| p != r) {
                 s.send(p, tag(0, 0), own, own_len, &[]);
             }

@@ -140,7 +140,7 @@ impl<'b> Ring<'b> {
 
     /// Allgather in `buf`: rank r starts owning block `own` (ready once `ready[c]` completes for
     /// each of its chunks, or at once if `ready` is empty; at step 0 it is read from `own_src`
-    /// when given) and ends with every block. Steps use tags `tag_step .. tag_step+n-1`.
+    /// when given, and copied into `buf` as it is sent) and ends with every block. Steps use tags `tag_step .. tag_step+n-1`.
     /// Returns every receive (all of them complete: every block is in `buf`).
     pub fn allgather(
         &self,
@@ -158,20 +158,22 @@ impl<'b> Ring<'b> {
             let sb = (own + n - st % n) % n;
             let rb = (own + 2 * n - st - 1) % n;
             for (c, (off, cnt)) in chunks(self.blocks[sb].1, self.chunk_elems).enumerate() {
-                let (src, dep) = if st == 0 {
-                    let src = match own_src {
-                        Some(p) => p.wrapping_add(off * self.extent),
-                        None => self.at(buf, sb, off),
+                let at = self.at(buf, sb, off);
+                let (src, mirror, dep) = if st == 0 {
+                    let (src, mirror) = match own_src {
+                        Some(p) => (p.wrapping_add(off * self.extent), at as *mut u8),
+                        None => (at, std::ptr::null_mut()),
                     };
-                    (src, ready.get(c).copied().or(self.after))
+                    (src, mirror, ready.get(c).copied().or(self.after))
                 } else {
-                    (self.at(buf, sb, off), Some(prev[c]))
+                    (at, std::ptr::null_mut(), Some(prev[c]))
                 };
-                s.send(
+                s.send_mirrored(
                     self.right(),
                     tag(tag_step + st, c),
                     src,
                     cnt * self.extent,
+                    mirror,
                     &[dep],
                 );
             }
