@@ -241,7 +241,10 @@ impl Endpoint {
 
     pub fn try_send(&self, peer: usize, hdr: &FrameHeader, payload: &[u8]) -> Result<bool> {
         let link = self.link(peer)?;
-        let sent = link.try_send(hdr, payload)?;
+        // The whole message of a collective, small: the link's box if it has a free one
+        // (found by its key on the other side, so it need not keep the stream's order).
+        let boxed = !hdr.is_p2p() && !hdr.is_notice() && link.try_send_box(hdr, payload);
+        let sent = boxed || link.try_send(hdr, payload)?;
         if sent {
             crate::transport::count_sent(link.name(), payload.len());
         }
@@ -312,6 +315,12 @@ impl Endpoint {
             check_signature(h, sig, key, ranks)?;
             Ok(h.tag == key.tag)
         };
+        // A box holds a whole message: taken, it satisfies this receive for its tag.
+        if let Some(link) = self.links.get(peer).and_then(|l| l.as_deref()) {
+            if link.try_take_box(&mut want, consume)? {
+                return Ok(true);
+            }
+        }
         let (took, queued) = self.poll_with(peer, &mut want, consume)?;
         Ok(took || queued)
     }

@@ -179,7 +179,7 @@ impl std::fmt::Display for Signature {
 
 /// Fixed-size header; 128 bytes so that a payload that follows it in a slot stays
 /// 64-byte aligned.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[repr(C, align(64))]
 pub struct FrameHeader {
     pub magic: u16,
@@ -210,6 +210,15 @@ const _: () = assert!(std::mem::size_of::<FrameHeader>() == 128);
 pub const HEADER_BYTES: usize = std::mem::size_of::<FrameHeader>();
 
 impl FrameHeader {
+    /// A header with only the magic and the version set.
+    pub fn blank() -> Self {
+        FrameHeader {
+            magic: MAGIC,
+            version: VERSION,
+            ..Default::default()
+        }
+    }
+
     pub fn new(sig: &Signature, comm_id: u64, seq: u64, tag: u32, src: u32) -> Self {
         FrameHeader {
             magic: MAGIC,

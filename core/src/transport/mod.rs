@@ -51,6 +51,24 @@ pub trait Link: Send + Sync {
     /// Short name for logs ("shm", "tcp").
     fn name(&self) -> &'static str;
 
+    /// Posts a small frame beside the ordered stream, if the link has such a place and it is
+    /// free now (`false`: send it with [`Link::try_send`]). Only for frames that are found by
+    /// their key, never by their order: the one fragment of a collective's message. The peer
+    /// gets it from [`Link::try_recv`] like any frame, or from [`Link::try_take_box`].
+    fn try_send_box(&self, _hdr: &FrameHeader, _payload: &[u8]) -> bool {
+        false
+    }
+
+    /// Takes the frame posted with [`Link::try_send_box`] if there is one and `want` accepts
+    /// it (`take` gets it; a rejected frame stays). Whether a frame was taken.
+    fn try_take_box(
+        &self,
+        _want: &mut dyn FnMut(&FrameHeader) -> Result<bool>,
+        _take: &mut dyn FnMut(&FrameHeader, &[u8]) -> Result<bool>,
+    ) -> Result<bool> {
+        Ok(false)
+    }
+
     /// Single copy, sending side: posts a control frame (header `hdr`, `flags |=`
     /// [`crate::frame::FLAG_CMA`]) that lets the peer read the message at `addr` (its length
     /// is `hdr`'s message length) straight out of this process. `addr..addr+len` must stay

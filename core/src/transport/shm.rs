@@ -39,6 +39,39 @@ const CACHELINE: usize = 128;
 const FRAME_HDR: usize = std::mem::size_of::<FrameHeader>();
 /// Single-copy messages a sender may have in flight per channel (one acknowledgement word each).
 pub const CMA_TICKETS: usize = 16;
+/// A channel's box: one 64-byte line (one cache-line transfer to the reader, where a frame
+/// in the ring takes four: its counter, the two lines of its header and the payload's).
+const BOX_BYTES: usize = 64;
+/// Box states: a sender claims an empty box (`BOX_WRITING`), fills it and publishes it
+/// (`BOX_FULL`); a receiver claims a full one (`BOX_READING`) and empties it, or puts it back.
+const BOX_EMPTY: u32 = 0;
+const BOX_WRITING: u32 = 1;
+const BOX_FULL: u32 = 2;
+const BOX_READING: u32 = 3;
+
+/// The box's line: the state word and what a collective's small frame needs of its header
+/// (the rest is implied: no flags, offset 0, the message is the payload, the sender is the
+/// channel's), then the payload.
+#[repr(C, align(64))]
+struct BoxLine {
+    state: AtomicU32,
+    kind: u8,
+    len: u8,
+    _pad: u16,
+    comm_id: u64,
+    seq: u64,
+    count: u32,
+    tag: u32,
+    root: i32,
+    dtype: u32,
+    op: u32,
+    payload: [u8; BOX_PAYLOAD],
+}
+
+/// Payload bytes a box holds (an 8-byte allreduce's, a barrier's or a small bcast's).
+pub const BOX_PAYLOAD: usize = 20;
+
+const _: () = assert!(std::mem::size_of::<BoxLine>() == BOX_BYTES);
 
 /// Start of a segment.
 #[repr(C)]
@@ -101,8 +134,12 @@ impl Geometry {
     }
 
     fn channel_stride(&self) -> usize {
-        (std::mem::size_of::<ChannelHeader>() + self.slots * self.slot_stride())
-            .next_multiple_of(4096)
+        (Self::slots_offset() + self.slots * self.slot_stride()).next_multiple_of(4096)
+    }
+
+    /// Where a channel's slots start: after its header and its box.
+    fn slots_offset() -> usize {
+        std::mem::size_of::<ChannelHeader>() + BOX_BYTES
     }
 
     fn channel_offset(&self, src: usize) -> usize {
@@ -417,8 +454,136 @@ impl ChannelEnd {
         // SAFETY: i < slots, so the slot lies within this channel's stride.
         unsafe {
             self.chan
-                .add(std::mem::size_of::<ChannelHeader>() + i * geo.slot_stride())
+                .add(Geometry::slots_offset() + i * geo.slot_stride())
         }
+    }
+}
+
+/// A channel's box: one small frame beside the ring, taken without the ring's locks
+/// ([`ShmLink::send_box`], [`ShmLink::take_box`]).
+#[derive(Clone, Copy)]
+struct FrameBox(*mut BoxLine);
+
+impl FrameBox {
+    /// The box of the channel at `chan`.
+    fn of(chan: *mut u8) -> FrameBox {
+        // SAFETY: the box lies between the channel's header and its slots (slots_offset),
+        // inside the mapping, 64-byte aligned (channels are page-aligned, the header a
+        // multiple of 128 bytes).
+        FrameBox(unsafe { chan.add(std::mem::size_of::<ChannelHeader>()) }.cast())
+    }
+
+    fn state(&self) -> &AtomicU32 {
+        // SAFETY: see `of`: an aligned u32 in shared memory, only ever accessed atomically.
+        unsafe { &(*self.0).state }
+    }
+
+    /// Whether a frame can travel in a box: a collective's whole message of at most
+    /// [`BOX_PAYLOAD`] bytes whose header holds nothing the line does not carry.
+    fn fits(hdr: &FrameHeader, payload: &[u8]) -> bool {
+        let mut plain = *hdr;
+        plain.kind = 0;
+        plain.comm_id = 0;
+        plain.seq = 0;
+        plain.count = 0;
+        plain.tag = 0;
+        plain.root = 0;
+        plain.dtype = 0;
+        plain.op = 0;
+        plain.src = 0;
+        plain.len = 0;
+        plain.set_msg_len(0);
+        payload.len() <= BOX_PAYLOAD
+            && hdr.msg_len() == payload.len() as u64
+            && hdr.count <= u64::from(u32::MAX)
+            && plain == FrameHeader::blank()
+    }
+
+    /// Posts `hdr` + `payload` if they fit a box ([`FrameBox::fits`]) and the box is empty.
+    fn put(&self, hdr: &FrameHeader, payload: &[u8]) -> bool {
+        if self.state().load(Ordering::Relaxed) != BOX_EMPTY
+            || !Self::fits(hdr, payload)
+            || self
+                .state()
+                .compare_exchange(BOX_EMPTY, BOX_WRITING, Ordering::Acquire, Ordering::Relaxed)
+                .is_err()
+        {
+            return false;
+        }
+        // SAFETY: the WRITING state makes this thread the line's only user until it
+        // publishes FULL; the payload fits (checked above). Fields are written through the
+        // raw pointer, never through a reference that would alias the state word.
+        unsafe {
+            let b = self.0;
+            (*b).kind = hdr.kind;
+            (*b).len = payload.len() as u8;
+            (*b).comm_id = hdr.comm_id;
+            (*b).seq = hdr.seq;
+            (*b).count = hdr.count as u32;
+            (*b).tag = hdr.tag;
+            (*b).root = hdr.root;
+            (*b).dtype = hdr.dtype;
+            (*b).op = hdr.op;
+            std::ptr::copy_nonoverlapping(
+                payload.as_ptr(),
+                std::ptr::addr_of_mut!((*b).payload).cast::<u8>(),
+                payload.len(),
+            );
+        }
+        self.state().store(BOX_FULL, Ordering::Release);
+        true
+    }
+
+    /// Claims a full box: the frame's header (`src`: the channel's sender) and payload, valid
+    /// until [`FrameBox::release`] or [`FrameBox::put_back`]; `None` when empty or another
+    /// thread has it.
+    fn claim(&self, src: usize) -> Result<Option<(FrameHeader, &[u8])>> {
+        if self.state().load(Ordering::Acquire) != BOX_FULL
+            || self
+                .state()
+                .compare_exchange(BOX_FULL, BOX_READING, Ordering::Acquire, Ordering::Relaxed)
+                .is_err()
+        {
+            return Ok(None);
+        }
+        // SAFETY: READING makes this thread the line's only user; the sender wrote it before
+        // publishing FULL (Release), which the Acquire above saw; len is checked before the
+        // payload is sliced.
+        unsafe {
+            let b = self.0;
+            let len = (*b).len as usize;
+            if len > BOX_PAYLOAD {
+                self.release();
+                return Err(Error::other(format!(
+                    "corrupt shared-memory frame: {len} byte payload in a {BOX_PAYLOAD} byte box"
+                )));
+            }
+            let mut h = FrameHeader::blank();
+            h.kind = (*b).kind;
+            h.comm_id = (*b).comm_id;
+            h.seq = (*b).seq;
+            h.count = u64::from((*b).count);
+            h.tag = (*b).tag;
+            h.root = (*b).root;
+            h.dtype = (*b).dtype;
+            h.op = (*b).op;
+            h.src = src as u32;
+            h.len = len as u32;
+            h.set_msg_len(len as u64);
+            let payload =
+                std::slice::from_raw_parts(std::ptr::addr_of!((*b).payload).cast::<u8>(), len);
+            Ok(Some((h, payload)))
+        }
+    }
+
+    /// Empties a claimed box.
+    fn release(&self) {
+        self.state().store(BOX_EMPTY, Ordering::Release);
+    }
+
+    /// Returns a claimed box untouched, for another reader.
+    fn put_back(&self) {
+        self.state().store(BOX_FULL, Ordering::Release);
     }
 }
 
@@ -476,6 +641,44 @@ impl ShmLink {
     fn tx_header(&self) -> &ChannelHeader {
         self.peer.channel_header(self.me)
     }
+
+    /// Posts a small frame to the peer's box for our channel, beside the ring, if the box is
+    /// empty: no lock, and the receiver takes it without its locks either
+    /// ([`ShmLink::take_box`]); [`Link::try_recv`] hands it out like a ring frame, so
+    /// every reader sees it. Frames in the box and in the ring are not ordered with each
+    /// other: only frames found by their (communicator, call, tag), the one fragment of a
+    /// collective's message, may go here (see `Endpoint::try_send`).
+    fn send_box(&self, hdr: &FrameHeader, payload: &[u8]) -> bool {
+        if !FrameBox::of(self.peer.channel(self.me)).put(hdr, payload) {
+            return false;
+        }
+        self.peer.bell().ring();
+        true
+    }
+
+    /// Takes the frame in our box from the peer if `want` accepts it (`take` gets it);
+    /// a frame `want` rejects stays for [`Link::try_recv`]. Whether a frame was taken.
+    fn take_box(
+        &self,
+        want: &mut dyn FnMut(&FrameHeader) -> Result<bool>,
+        take: &mut dyn FnMut(&FrameHeader, &[u8]) -> Result<bool>,
+    ) -> Result<bool> {
+        let b = FrameBox::of(self.mine.channel(self.peer_rank));
+        let Some((hdr, payload)) = b.claim(self.peer_rank)? else {
+            return Ok(false);
+        };
+        match want(&hdr) {
+            Ok(true) => {
+                let res = take(&hdr, payload);
+                b.release();
+                res.map(|_| true)
+            }
+            other => {
+                b.put_back();
+                other.map(|_| false)
+            }
+        }
+    }
 }
 
 impl Link for ShmLink {
@@ -515,6 +718,12 @@ impl Link for ShmLink {
     }
 
     fn try_recv(&self, visit: &mut dyn FnMut(&FrameHeader, &[u8]) -> Result<()>) -> Result<bool> {
+        let b = FrameBox::of(self.mine.channel(self.peer_rank));
+        if let Some((hdr, payload)) = b.claim(self.peer_rank)? {
+            let res = visit(&hdr, payload);
+            b.release();
+            return res.map(|_| true);
+        }
         let mut rx = self.rx.lock();
         if rx.other == rx.pos {
             rx.other = rx.header().head.load(Ordering::Acquire);
@@ -548,6 +757,18 @@ impl Link for ShmLink {
 
     fn name(&self) -> &'static str {
         "shm"
+    }
+
+    fn try_send_box(&self, hdr: &FrameHeader, payload: &[u8]) -> bool {
+        self.send_box(hdr, payload)
+    }
+
+    fn try_take_box(
+        &self,
+        want: &mut dyn FnMut(&FrameHeader) -> Result<bool>,
+        take: &mut dyn FnMut(&FrameHeader, &[u8]) -> Result<bool>,
+    ) -> Result<bool> {
+        self.take_box(want, take)
     }
 
     fn try_send_cma(&self, hdr: &FrameHeader, addr: *const u8) -> Result<CmaSend> {
@@ -725,5 +946,70 @@ mod tests {
             l01.try_send_cma(&hdr, msg.as_ptr()).unwrap(),
             CmaSend::Posted(CMA_TICKETS as u64)
         );
+    }
+
+    #[test]
+    fn small_collective_frames_travel_in_the_box() {
+        let g = Geometry {
+            nranks: 2,
+            slots: 2,
+            slot_bytes: 4096,
+        };
+        let names = [0, 1].map(|r| format!("hcomm-test{}-box{r}", std::process::id()));
+        let segs = names
+            .clone()
+            .map(|n| Arc::new(Segment::create(&n, g).unwrap()));
+        for n in &names {
+            Segment::unlink(n);
+        }
+        let l01 = ShmLink::new(segs[0].clone(), segs[1].clone(), 0, 1, None, false);
+        let l10 = ShmLink::new(segs[1].clone(), segs[0].clone(), 1, 0, None, false);
+        let sig = crate::frame::Signature {
+            kind: crate::frame::Kind::Allreduce,
+            count: 2,
+            root: -1,
+            dtype: 7,
+            op: 3,
+        };
+        let mut hdr = FrameHeader::new(&sig, 42, 9, 5, 0);
+        let payload = [1u8, 2, 3, 4, 5, 6, 7, 8];
+        hdr.set_msg_len(payload.len() as u64);
+        // Too long, a fragment of a longer message, or a flag the line cannot carry: no box.
+        assert!(!l01.send_box(&hdr, &[0; BOX_PAYLOAD + 1]));
+        assert!(!l01.send_box(&hdr, &payload[..4]));
+        let mut flagged = hdr;
+        flagged.flags = crate::frame::FLAG_SYNC;
+        assert!(!l01.send_box(&flagged, &payload));
+        assert!(l01.send_box(&hdr, &payload));
+        // Full: the next frame must take the ring.
+        assert!(!l01.send_box(&hdr, &payload));
+        // A reader that does not want it leaves it where it is.
+        let mut took = |_: &FrameHeader, _: &[u8]| -> Result<bool> { panic!("not wanted") };
+        assert!(!l10.take_box(&mut |_| Ok(false), &mut took).unwrap());
+        // The stream hands it out with the header it was sent with (length and sender set).
+        let mut want = hdr;
+        want.len = payload.len() as u32;
+        let mut seen = 0;
+        assert!(l10
+            .try_recv(&mut |h, p| {
+                assert_eq!(*h, want);
+                assert_eq!(p, payload);
+                seen += 1;
+                Ok(())
+            })
+            .unwrap());
+        assert_eq!(seen, 1);
+        assert!(!l10.try_recv(&mut |_, _| panic!("empty")).unwrap());
+        // Emptied: a sender may post again, and a wanting reader takes it directly.
+        assert!(l01.send_box(&hdr, &payload));
+        let mut got = Vec::new();
+        assert!(l10
+            .take_box(&mut |h| Ok(h.seq == 9), &mut |h, p| {
+                assert_eq!(*h, want);
+                got.extend_from_slice(p);
+                Ok(false)
+            })
+            .unwrap());
+        assert_eq!(got, payload);
     }
 }
