@@ -129,6 +129,9 @@ pub struct Endpoint {
     flushing_acks: Mutex<()>,
     /// `acks.len()`, read without the lock.
     n_acks: AtomicUsize,
+    /// Per peer: 1 + the number of the point-to-point message to it whose later fragments are
+    /// being posted (0: none). See [`Endpoint::p2p_body_turn`].
+    body_owner: Vec<AtomicU64>,
 }
 
 impl Endpoint {
@@ -148,6 +151,7 @@ impl Endpoint {
             acks: Mutex::new(Vec::new()),
             flushing_acks: Mutex::new(()),
             n_acks: AtomicUsize::new(0),
+            body_owner: vec![AtomicU64::new(0)],
         }
     }
 
@@ -174,6 +178,7 @@ impl Endpoint {
             acks: Mutex::new(Vec::new()),
             flushing_acks: Mutex::new(()),
             n_acks: AtomicUsize::new(0),
+            body_owner: (0..size).map(|_| AtomicU64::new(0)).collect(),
         }
     }
 
@@ -337,6 +342,17 @@ impl Endpoint {
         take: &mut dyn FnMut(&FrameHeader, &[u8]) -> Result<bool>,
     ) -> Result<(bool, bool)> {
         let link = self.links.get(peer).and_then(|l| l.as_deref());
+        self.poll_from(peer, link, want, take)
+    }
+
+    /// [`Endpoint::poll_with`] reading `peer`'s queue and then `link` (`None`: the queue only).
+    fn poll_from(
+        &self,
+        peer: usize,
+        link: Option<&dyn Link>,
+        want: &mut dyn FnMut(&FrameHeader) -> Result<bool>,
+        take: &mut dyn FnMut(&FrameHeader, &[u8]) -> Result<bool>,
+    ) -> Result<(bool, bool)> {
         let mut rx = self.rx_of(peer)?.lock();
         let mut took = false;
         let mut i = 0;
@@ -404,6 +420,48 @@ impl Endpoint {
         let mut first = |h: &FrameHeader| Ok(h.is_p2p_first() && want(h));
         self.poll_with(peer, &mut first, take)?;
         Ok(())
+    }
+
+    /// As [`Endpoint::p2p_match`], over the messages already queued from `peer` only (the link
+    /// is not read).
+    pub fn p2p_match_queued(
+        &self,
+        peer: usize,
+        want: &mut dyn FnMut(&FrameHeader) -> bool,
+        take: &mut dyn FnMut(&FrameHeader, &[u8]) -> Result<bool>,
+    ) -> Result<()> {
+        let mut first = |h: &FrameHeader| Ok(h.is_p2p_first() && want(h));
+        self.poll_from(peer, None, &mut first, take)?;
+        Ok(())
+    }
+
+    /// Whether message `seq` to `peer` may post its fragments after the first now: one message
+    /// at a time per peer does (the first to ask, until [`Endpoint::p2p_body_done`]). First
+    /// fragments go out in call order regardless (matching needs them); the bodies of several
+    /// large messages outstanding to one peer (a window of `MPI_Isend`s) would otherwise
+    /// interleave on the link, and the receiver, reading one message, would queue — copy — the
+    /// others' fragments on the way.
+    pub fn p2p_body_turn(&self, peer: usize, seq: u64) -> bool {
+        let Some(owner) = self.body_owner.get(peer) else {
+            return true;
+        };
+        match owner.compare_exchange(0, seq + 1, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => true,
+            Err(cur) => cur == seq + 1,
+        }
+    }
+
+    /// Message `seq` to `peer` has posted all its fragments (or is abandoned): the next may go.
+    pub fn p2p_body_done(&self, peer: usize, seq: u64) {
+        if let Some(owner) = self.body_owner.get(peer) {
+            if owner
+                .compare_exchange(seq + 1, 0, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+            {
+                // A send of this process may be asleep waiting for its turn.
+                self.bell().ring();
+            }
+        }
     }
 
     /// Feeds the later fragments of message `seq` from `peer` to `take`, in order, until it

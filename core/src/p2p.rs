@@ -39,9 +39,12 @@
 //! messages leave in call order; the rest goes out as the request is stepped. An `Irecv` that
 //! finds no message at once is *posted* ([`POSTED`]). Every matching pass — of an `Irecv`'s
 //! start, of any thread stepping a posted receive (the caller's `MPI_Wait`/`MPI_Test`, the
-//! progress thread), of a blocking receive while receives are posted — runs under that list's
-//! lock over all the posted receives in posting order, a blocking receive last; so an `Irecv`
-//! is never overtaken by a later receive, whoever does the matching. A posted receive that has
+//! progress thread; once per round of its steps), of a blocking receive while receives are
+//! posted, of a sender whose link is full — runs under that list's lock over all the posted
+//! receives in posting order, a blocking receive last; so an `Irecv` is never overtaken by a
+//! later receive, whoever does the matching. An `Irecv` behind others starts without a pass
+//! when it can ([`claim_queued`]): from the queued messages only, and only one no earlier
+//! receive accepts. A posted receive that has
 //! claimed nothing can be cancelled.
 //!
 //! Synchronous mode (`MPI_Ssend`, `MPI_Issend`): the first fragment carries
@@ -447,6 +450,7 @@ impl<'a> SendOp<'a> {
     /// before a sleep (`idle`), drains every link so a peer blocked sending to us can go on.
     fn advance(&mut self, idle: bool) -> Result<bool> {
         let mut moved = false;
+        let mut passed = false;
         while !self.posted() {
             let n = (self.len - self.done).min(self.frag);
             self.hdr.offset = self.done as u64;
@@ -459,12 +463,28 @@ impl<'a> SendOp<'a> {
             };
             if self.peer == self.ep.rank {
                 self.ep.p2p_post_local(&self.hdr, payload.to_vec())?;
-            } else if !self.ep.try_send(self.peer, &self.hdr, payload)? {
+            } else if self.done > 0 && !self.ep.p2p_body_turn(self.peer, self.hdr.seq) {
                 break;
+            } else if !self.ep.try_send(self.peer, &self.hdr, payload)? {
+                // The link is full. The peer may be stuck the same way, sending to us (a
+                // window of `MPI_Isend`s each way): match what it sent against the receives
+                // posted here — straight into their buffers — so its link drains and it can
+                // take ours. Without this both sides waited for the sleep-time drain: a
+                // window of 64 small messages each way took 16 times MPICH's time.
+                if passed || N_POSTED.load(Ordering::SeqCst) == 0 {
+                    break;
+                }
+                passed = true;
+                // Failures stay in the failing receives' states.
+                let _ = claim_posted(&mut POSTED.lock(), None);
+                continue;
             }
             self.started = true;
             self.done += n;
             moved = true;
+        }
+        if self.posted() && self.len > self.frag && self.peer != self.ep.rank {
+            self.ep.p2p_body_done(self.peer, self.hdr.seq);
         }
         if self.posted() && !self.finished() {
             self.acked = self
@@ -478,6 +498,16 @@ impl<'a> SendOp<'a> {
             }
         }
         Ok(moved)
+    }
+}
+
+/// A send abandoned half-way (its request failed) must not keep other messages to the peer
+/// from posting their bodies.
+impl Drop for SendOp<'_> {
+    fn drop(&mut self) {
+        if self.len > self.frag && self.peer != self.ep.rank {
+            self.ep.p2p_body_done(self.peer, self.hdr.seq);
+        }
     }
 }
 
@@ -607,11 +637,28 @@ static POSTED: Mutex<Vec<Arc<Posted>>> = Mutex::new(Vec::new());
 static N_POSTED: AtomicUsize = AtomicUsize::new(0);
 
 /// A receive of `MPI_Irecv`, shared between its request and [`POSTED`].
+///
+/// What a matching pass needs to know of it (`source`, `key`, `into`) is kept outside the
+/// lock, so a pass over many posted receives takes no lock but those of the receives that
+/// claim a message: with 64 receives posted, locking each on every pass made posting and
+/// polling quadratic.
 struct Posted {
     // Field order matters: the receive borrows from `comm` and drops first.
     state: Mutex<PostedState>,
     comm: Arc<Comm>,
+    source: Source,
+    key: P2pKey,
+    into: Incoming,
+    /// Where an `MPI_ANY_SOURCE` receive starts looking next (fairness across passes).
+    rotate: AtomicUsize,
 }
+
+// SAFETY: `into` is the caller's receive buffer, a raw pointer MPI forbids the caller to touch
+// until the request completes; it is written only by the pass that claims a message for this
+// receive (under the `POSTED` lock) and by the request's own steps after that (under `state`).
+unsafe impl Send for Posted {}
+// SAFETY: as above: every write through `into` is serialized by one of those two locks.
+unsafe impl Sync for Posted {}
 
 struct PostedState {
     op: RecvOp<'static>,
@@ -633,34 +680,108 @@ impl PostedState {
 /// One matching pass ([`matching`]) over the posted receives, in posting order, then `last`
 /// (a blocking receive: posted after all of them); the posted ones that claimed a message or
 /// failed leave the list. Called with the [`POSTED`] lock held. Returns `last`'s failure.
+///
+/// Every receive in the list is unclaimed (a claim or a failure takes it out, under the same
+/// lock), so the pass works on its unlocked view; a claim is moved into the receive's state
+/// afterwards. A step of the request that looks meanwhile still sees it unclaimed, and waits
+/// for this lock to run a pass of its own.
 fn claim_posted(posted: &mut Vec<Arc<Posted>>, last: Option<&mut RecvOp<'_>>) -> Result<()> {
-    let mut states: Vec<_> = posted.iter().map(|p| p.state.lock()).collect();
-    let mut rxs: Vec<Matcher<'_>> = states
-        .iter_mut()
-        .map(|st| {
-            let out = !st.unclaimed();
-            st.op.matcher(out)
+    let n = posted.len();
+    let mut claims: Vec<Option<Claim>> = vec![None; n];
+    let mut rotates: Vec<usize> = posted
+        .iter()
+        .map(|p| p.rotate.load(Ordering::Relaxed))
+        .collect();
+    let mut rxs: Vec<Matcher<'_>> = posted
+        .iter()
+        .zip(claims.iter_mut())
+        .zip(rotates.iter_mut())
+        .map(|((p, claim), rotate)| Matcher {
+            comm: &p.comm,
+            source: p.source,
+            key: p.key,
+            into: p.into,
+            rotate,
+            claim,
+            out: false,
+            keep_head: false,
         })
         .collect();
     rxs.extend(last.map(|r| r.matcher(false)));
     let failed = match_in_order(&mut rxs);
     drop(rxs);
+    let mut errors: Vec<Option<Error>> = Vec::new();
     let mut last_failed = Ok(());
     for (k, e) in failed {
-        match states.get_mut(k) {
-            Some(st) => st.error = Some(e),
-            None => last_failed = Err(e),
+        if k < n {
+            errors.resize(n, None);
+            errors[k] = Some(e);
+        } else {
+            last_failed = Err(e);
         }
     }
-    let keep: Vec<bool> = states.iter().map(|st| st.unclaimed()).collect();
-    drop(states);
     if let Some(p) = posted.first() {
         p.comm.ep.p2p_flush_acks();
     }
-    let mut keep = keep.into_iter();
-    posted.retain(|_| keep.next().unwrap_or(false));
+    let mut k = 0;
+    posted.retain(|p| {
+        let j = k;
+        k += 1;
+        p.rotate.store(rotates[j], Ordering::Relaxed);
+        let claim = claims[j].take();
+        let error = errors.get_mut(j).and_then(Option::take);
+        if claim.is_none() && error.is_none() {
+            return true;
+        }
+        let mut st = p.state.lock();
+        st.op.claim = claim;
+        st.error = error;
+        false
+    });
     N_POSTED.store(posted.len(), Ordering::SeqCst);
     last_failed
+}
+
+/// The start of a receive `p` posted after `posted` (under the [`POSTED`] lock), in time
+/// independent of how many receives are posted: takes the oldest *queued* message from its
+/// source that it accepts, unless an earlier posted receive also accepts that one. The
+/// earlier receives have seen everything their last pass found; what arrived since (on the
+/// link, or queued by another reader) waits for the next pass, which matches in order. Returns
+/// `false` when a full pass is needed instead: a receive from `MPI_ANY_SOURCE`, a failing
+/// source, or a message an earlier receive accepts (it is that receive's).
+fn claim_queued(posted: &[Arc<Posted>], p: &Posted) -> bool {
+    let Source::Rank(r) = p.source else {
+        return false;
+    };
+    let ep = &*p.comm.ep;
+    let w = p.comm.world[r];
+    let earlier_accepts = |h: &FrameHeader| {
+        posted.iter().any(|e| {
+            std::ptr::eq(&*e.comm.ep, ep)
+                && e.key.starts(h)
+                && match e.source {
+                    Source::Rank(er) => e.comm.world[er] == w,
+                    Source::Any => e.comm.world.contains(&w),
+                }
+        })
+    };
+    let mut vetoed = false;
+    let mut st = p.state.lock();
+    let res = ep.p2p_match_queued(
+        w,
+        &mut |h| {
+            if vetoed || !p.key.starts(h) {
+                return false;
+            }
+            vetoed = earlier_accepts(h);
+            !vetoed
+        },
+        &mut |h, payload| {
+            st.op.claim = Some(matching::claim_first(ep, w, h, payload, &p.into, false));
+            Ok(false)
+        },
+    );
+    res.is_ok() && !vetoed
 }
 
 /// What an `MPI_Irecv` does once its message is in: unpack a staged buffer (derived datatypes).
@@ -671,6 +792,14 @@ pub struct IrecvOp {
     p: Arc<Posted>,
     source: Source,
     finish: Option<RecvFinish>,
+    /// No pass since the one of `MPI_Irecv` itself (the start's first step needs none).
+    fresh: bool,
+}
+
+thread_local! {
+    /// The round ([`crate::request::current_round`]) of this thread's last matching pass of
+    /// the posted receives.
+    static PASS_ROUND: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
 /// `MPI_Irecv`: claims a message now if one is there, else posts the receive.
@@ -686,16 +815,31 @@ pub fn irecv(
     let c: &'static Comm = unsafe { &*Arc::as_ptr(&comm) };
     let op = RecvOp::new(c, source, tag, into);
     let p = Arc::new(Posted {
+        source,
+        key: op.key,
+        into: *into,
+        rotate: AtomicUsize::new(0),
         state: Mutex::new(PostedState { op, error: None }),
         comm,
     });
     {
         let mut posted = POSTED.lock();
-        posted.push(p.clone());
-        // Without `last` nothing comes back: failures stay in the receives' states.
-        let _ = claim_posted(&mut posted, None);
+        if posted.is_empty() || !claim_queued(&posted, &p) {
+            posted.push(p.clone());
+            // Without `last` nothing comes back: failures stay in the receives' states.
+            let _ = claim_posted(&mut posted, None);
+        } else if p.state.lock().unclaimed() {
+            posted.push(p.clone());
+            N_POSTED.store(posted.len(), Ordering::SeqCst);
+        }
     }
-    IrecvOp { p, source, finish }
+    p.comm.ep.p2p_flush_acks();
+    IrecvOp {
+        p,
+        source,
+        finish,
+        fresh: true,
+    }
 }
 
 /// A receive whose request is gone (it failed — a timeout, a dead peer — or completed) must not
@@ -713,7 +857,16 @@ impl Drop for IrecvOp {
 
 impl Wait for IrecvOp {
     fn poll(&mut self, _last: bool) -> Result<Step> {
-        if self.p.state.lock().unclaimed() {
+        // A pass serves every posted receive: one per round is enough (a `Waitall` over 64
+        // receives ran 64, and a window of 64 messages cost 12 times MPICH's time). Outside a
+        // round every step runs its own.
+        let round = crate::request::current_round();
+        let fresh = std::mem::take(&mut self.fresh);
+        let passed = round.is_some() && PASS_ROUND.with(|p| Some(p.get()) == round);
+        if !fresh && !passed && self.p.state.lock().unclaimed() {
+            if let Some(r) = round {
+                PASS_ROUND.with(|p| p.set(r));
+            }
             // Failures stay in the failing receives' states (this one's is read below).
             let _ = claim_posted(&mut POSTED.lock(), None);
         }

@@ -13,7 +13,9 @@
 //!   up only requests that outlived a nap — those its caller completes at once in `MPI_Wait`
 //!   never pay for a wake-up or a second thread stepping them — and then sleeps on a condition
 //!   variable, which a start signals: an idle process costs no CPU. So communication advances
-//!   while the caller computes without calling MPI.
+//!   while the caller computes without calling MPI. While a caller waits in `MPI_Wait*`
+//!   (stepping the list itself) the thread stands back, napping: two threads spinning over
+//!   the same requests only took cores from the ranks.
 //! - **Callers** in `MPI_Wait*`/`MPI_Test*` step the whole active list too (not only the
 //!   requests they wait for: MPI's progress rule); `MPI_Wait*` spins, yields, then sleeps on
 //!   the same doorbell, as a blocking call waits ([`crate::wait::keep_polling`]). With
@@ -57,6 +59,13 @@ static DEEP: AtomicBool = AtomicBool::new(false);
 /// [`GRACE`] before its deep sleep, looking for requests on each wake-up.
 const NAP: Duration = Duration::from_micros(50);
 const GRACE: Duration = Duration::from_millis(2);
+/// Threads inside [`wait_until`], stepping the active list themselves. The progress thread
+/// stands back meanwhile: a second thread spinning over the same requests (and sleeping on
+/// the doorbell, which makes every peer's frame a futex wake) only took cores from the ranks
+/// — a window of 64 messages each way between 2 ranks on 2 cores cost 12 times MPICH's time.
+static WAITERS: AtomicUsize = AtomicUsize::new(0);
+/// How long the progress thread stands back at a time while [`WAITERS`] is not zero.
+const STAND_BACK: Duration = Duration::from_millis(1);
 /// The nap where waiters do not spin (`HCOMM_SPIN=0`, the default when ranks outnumber
 /// cores): each wake-up of the napping thread takes a time slice from a rank there.
 const NAP_SHARED: Duration = Duration::from_millis(1);
@@ -116,6 +125,7 @@ pub fn step_others() -> bool {
 
 /// Steps every request of `list` once; whether anything moved.
 fn advance_all(list: &[Arc<Request>], last: bool) -> bool {
+    let _round = crate::request::round();
     let mut moved = false;
     for r in list {
         moved |= r.advance(last);
@@ -171,6 +181,12 @@ fn progress_loop() {
                 }
             }
         };
+        if WAITERS.load(Ordering::SeqCst) > 0 {
+            idle_since = None;
+            drop(list);
+            NOT_EMPTY.wait_for(&mut ACTIVE.lock(), STAND_BACK);
+            continue;
+        }
         let ep = list[0].endpoint().clone();
         if ep.spin.is_zero() {
             nap = NAP_SHARED;
@@ -217,6 +233,7 @@ pub fn poke() {
         // polling with `MPI_Test`) completes without waiting for the progress thread.
         r.endpoint().p2p_flush_acks();
     }
+    let _round = crate::request::round();
     let mut moved = false;
     for r in &list {
         moved |= r.advance_waiting(true);
@@ -229,6 +246,14 @@ pub fn poke() {
 
 /// Blocks until `enough()` (`MPI_Wait*`), stepping the active list meanwhile.
 pub fn wait_until(ep: &Endpoint, enough: impl Fn() -> bool) {
+    struct Waiting;
+    impl Drop for Waiting {
+        fn drop(&mut self) {
+            WAITERS.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+    WAITERS.fetch_add(1, Ordering::SeqCst);
+    let _waiting = Waiting;
     let mut idle_since: Option<Instant> = None;
     loop {
         if enough() {

@@ -24,6 +24,7 @@
 //! Handles are `int`s (MPICH ABI): `0x6c000000 | slot`, never `MPI_REQUEST_NULL`
 //! (`0x2c000000`). Freed slots are reused.
 
+use std::cell::Cell;
 use std::ffi::c_int;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -540,6 +541,12 @@ fn slot_of(h: c_int) -> Option<usize> {
 /// The request behind a handle (`None` for `MPI_REQUEST_NULL`); an unknown handle is
 /// `MPI_ERR_REQUEST` naming `what`.
 pub fn get(h: c_int, what: &str) -> Result<Option<Arc<Request>>> {
+    get_named(h, || what.to_string())
+}
+
+/// As [`get`], naming the argument only for an error message (`array_of_requests[i]` is
+/// formatted only when element `i` is bad, not for every element of every `MPI_Waitall`).
+pub fn get_named(h: c_int, what: impl FnOnce() -> String) -> Result<Option<Arc<Request>>> {
     if h == REQUEST_NULL {
         return Ok(None);
     }
@@ -550,7 +557,7 @@ pub fn get(h: c_int, what: &str) -> Result<Option<Arc<Request>>> {
         .ok_or_else(|| {
             Error::new(
                 Class::Request,
-                format!("{what} 0x{h:x} is not an active request"),
+                format!("{} 0x{h:x} is not an active request", what()),
             )
         })
 }
@@ -565,6 +572,44 @@ pub fn remove(h: c_int) {
                 t.free.push(i);
             }
         }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rounds
+
+thread_local! {
+    /// The round this thread is stepping requests in (0: none), and the last number given out.
+    static ROUND: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
+}
+
+/// One step of each request of a list, by one thread ([`round`]). Work that serves every
+/// request of a kind at once — the matching pass over all posted receives — needs to run
+/// only once per round: a request stepped later in the same round can leave it to the next
+/// round, which every waiter runs before it sleeps (the doorbell catches what arrives after
+/// that round's pass).
+pub struct Round {
+    prev: u64,
+}
+
+/// Starts a round on this thread; it ends when the guard drops.
+pub fn round() -> Round {
+    ROUND.with(|r| {
+        let (prev, last) = r.get();
+        r.set((last + 1, last + 1));
+        Round { prev }
+    })
+}
+
+/// This thread's current round, `None` outside one (every step must then do its own work).
+pub fn current_round() -> Option<u64> {
+    let cur = ROUND.with(|r| r.get().0);
+    (cur != 0).then_some(cur)
+}
+
+impl Drop for Round {
+    fn drop(&mut self) {
+        ROUND.with(|r| r.set((self.prev, r.get().1)));
     }
 }
 

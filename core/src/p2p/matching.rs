@@ -135,25 +135,39 @@ fn visit(ep: &Endpoint, w: usize, rxs: &mut [Matcher<'_>]) -> crate::error::Resu
             let mut rxs = rxs.borrow_mut();
             let j = chosen.get().expect("a receive accepted this message");
             let r = &mut rxs[j];
-            let head = if r.keep_head {
-                Some(payload.to_vec())
-            } else {
-                store(&r.into, 0, payload);
-                None
-            };
-            *r.claim = Some(Claim {
-                peer: w,
-                seq: h.seq,
-                env: Envelope::of(h),
-                total: h.count as usize,
-                got: payload.len(),
-                head,
-            });
-            if h.flags & FLAG_SYNC != 0 {
-                // Matched: the synchronous sender may complete (sent once the lock is gone).
-                ep.p2p_queue_ack(w, FrameHeader::p2p_ack(h, ep.rank as u32));
-            }
+            *r.claim = Some(claim_first(ep, w, h, payload, &r.into, r.keep_head));
             Ok(rxs.iter().any(|r| r.listens(ep, w)))
         },
     )
+}
+
+/// A receive's claim of the message whose first fragment `h` (from world rank `w`) carries
+/// `payload`: stores the payload (or keeps it, for a matched probe) and, for a synchronous
+/// message, queues the acknowledgement its sender waits for (sent once the source's lock is
+/// gone: [`Endpoint::p2p_flush_acks`]).
+pub(super) fn claim_first(
+    ep: &Endpoint,
+    w: usize,
+    h: &FrameHeader,
+    payload: &[u8],
+    into: &Incoming,
+    keep_head: bool,
+) -> Claim {
+    let head = if keep_head {
+        Some(payload.to_vec())
+    } else {
+        store(into, 0, payload);
+        None
+    };
+    if h.flags & FLAG_SYNC != 0 {
+        ep.p2p_queue_ack(w, FrameHeader::p2p_ack(h, ep.rank as u32));
+    }
+    Claim {
+        peer: w,
+        seq: h.seq,
+        env: Envelope::of(h),
+        total: h.count as usize,
+        got: payload.len(),
+        head,
+    }
 }

@@ -342,7 +342,7 @@ unsafe fn requests(count: c_int, reqs: *mut c_int) -> Result<(usize, Vec<Option<
         .map(|i| {
             // SAFETY: MPI: the array holds `count` requests.
             let h = unsafe { *reqs.add(i) };
-            request::get(h, &format!("array_of_requests[{i}]"))
+            request::get_named(h, || format!("array_of_requests[{i}]"))
         })
         .collect::<Result<_>>()?;
     Ok((n, list))

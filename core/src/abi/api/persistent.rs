@@ -267,19 +267,20 @@ pub unsafe fn recv_init(
 // Start
 
 /// The persistent, inactive request behind a handle (anything else is `MPI_ERR_REQUEST`).
-fn startable(h: c_int, what: &str) -> Result<Arc<Request>> {
-    let r = request::get(h, what)?
-        .ok_or_else(|| Error::new(Class::Request, format!("{what} is MPI_REQUEST_NULL")))?;
+/// `what` names the argument; formatted only for an error message.
+fn startable(h: c_int, what: impl Fn() -> String) -> Result<Arc<Request>> {
+    let r = request::get_named(h, &what)?
+        .ok_or_else(|| Error::new(Class::Request, format!("{} is MPI_REQUEST_NULL", what())))?;
     if !r.is_persistent() {
         return Err(Error::new(
             Class::Request,
-            format!("{what} ({}) is not a persistent request", r.name),
+            format!("{} ({}) is not a persistent request", what(), r.name),
         ));
     }
     if !r.is_inactive() {
         return Err(Error::new(
             Class::Request,
-            format!("{what} ({}) is already active", r.name),
+            format!("{} ({}) is already active", what(), r.name),
         ));
     }
     Ok(r)
@@ -298,7 +299,7 @@ pub unsafe fn start(req: *mut c_int) -> c_int {
         }
         runtime::get()?;
         // SAFETY: a non-NULL MPI_Request of the caller.
-        let r = startable(unsafe { *req }, "request")?;
+        let r = startable(unsafe { *req }, || "request".into())?;
         start_one(&r)
     })
 }
@@ -316,7 +317,9 @@ pub unsafe fn startall(count: c_int, reqs: *mut c_int) -> c_int {
         let mut list: Vec<Arc<Request>> = Vec::with_capacity(n);
         for i in 0..n {
             // SAFETY: MPI: the array holds `count` requests.
-            let r = startable(unsafe { *reqs.add(i) }, &format!("array_of_requests[{i}]"))?;
+            let r = startable(unsafe { *reqs.add(i) }, || {
+                format!("array_of_requests[{i}]")
+            })?;
             if list.iter().any(|q| Arc::ptr_eq(q, &r)) {
                 return Err(Error::new(
                     Class::Request,
