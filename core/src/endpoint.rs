@@ -595,6 +595,41 @@ impl Endpoint {
             .unwrap_or(false))
     }
 
+    /// As [`Endpoint::drain`], for the frames of at most `max` payload bytes at the head of
+    /// `peer`'s link (a larger frame stops it, unread; links that cannot look before they read
+    /// move nothing). A sender whose link is full drains the small frames its peer sent at
+    /// once — the peer may be stuck sending to it — without taking the large fragments a
+    /// receive of this rank would read straight into its buffer. Best effort, as `drain`.
+    pub fn drain_small(&self, peer: usize, max: usize) -> bool {
+        let Some(link) = self.links.get(peer).and_then(|l| l.as_deref()) else {
+            return false;
+        };
+        let Ok(rx) = self.rx_of(peer) else {
+            return false;
+        };
+        let mut rx = rx.lock();
+        let mut queued = false;
+        loop {
+            let got = link.try_recv_small(max, &mut |hdr: &FrameHeader, payload: &[u8]| {
+                if hdr.is_notice() {
+                    self.notices.record(hdr.comm_id, hdr.seq, peer, payload);
+                } else {
+                    rx.push(hdr, payload.to_vec());
+                }
+                queued = true;
+                Ok(())
+            });
+            if !matches!(got, Ok(true)) {
+                break;
+            }
+        }
+        drop(rx);
+        if queued {
+            self.bell().ring();
+        }
+        queued
+    }
+
     /// The peers (world ranks) whose process has ended or whose link has failed, with what is
     /// known. While finalizing, only the ranks in `only` (the ones waited for) are looked at,
     /// else every peer. TCP links are drained on the way (their frames queued), so a failure

@@ -232,6 +232,9 @@ pub fn sendrecv(
         Some((dest, tag, msg)) => Some(SendOp::new(comm, dest, tag, msg, Mode::Standard)?),
         None => None,
     };
+    if let Some(s) = s.as_mut() {
+        s.drain_peer = false;
+    }
     let mut r = recv.map(|(src, tag, into)| RecvOp::new(comm, src, tag, into));
     let (dest, source) = (send.map(|s| s.0), recv.map(|r| r.0));
     drive(
@@ -266,7 +269,11 @@ pub fn exchange(
 ) -> Result<Vec<Received>> {
     let mut s: Vec<SendOp> = sends
         .iter()
-        .map(|(dest, tag, msg)| SendOp::new(comm, *dest, *tag, msg, Mode::Standard))
+        .map(|(dest, tag, msg)| {
+            let mut op = SendOp::new(comm, *dest, *tag, msg, Mode::Standard)?;
+            op.drain_peer = false;
+            Ok(op)
+        })
         .collect::<Result<_>>()?;
     let mut r: Vec<RecvOp> = recvs
         .iter()
@@ -393,7 +400,17 @@ struct SendOp<'a> {
     mode: Mode,
     /// The receiver acknowledged the match (synchronous mode).
     acked: bool,
+    /// When the link is full, queue the small frames the peer sent at once (not for a send
+    /// that runs beside its own receive, `MPI_Sendrecv`: that receive takes them).
+    drain_peer: bool,
+    /// Since when the link has been full with nothing moving (see `advance`).
+    full_since: Option<std::time::Instant>,
 }
+
+/// Largest frame a sender on a full link queues from its peer at once (see `SendOp::advance`).
+const DRAIN_SMALL_MAX: usize = 4096;
+/// How long a sender waits on a full link before it queues everything its peer sent.
+const FULL_DRAIN_AFTER: std::time::Duration = std::time::Duration::from_micros(20);
 
 impl<'a> SendOp<'a> {
     fn new(
@@ -434,6 +451,8 @@ impl<'a> SendOp<'a> {
             frag: frag.max(1),
             mode,
             acked: false,
+            drain_peer: true,
+            full_since: None,
         })
     }
 
@@ -471,16 +490,32 @@ impl<'a> SendOp<'a> {
                 // posted here — straight into their buffers — so its link drains and it can
                 // take ours. Without this both sides waited for the sleep-time drain: a
                 // window of 64 small messages each way took 16 times MPICH's time.
-                if passed || N_POSTED.load(Ordering::SeqCst) == 0 {
-                    break;
+                if !passed && N_POSTED.load(Ordering::SeqCst) > 0 {
+                    passed = true;
+                    // Failures stay in the failing receives' states.
+                    let _ = claim_posted(&mut POSTED.lock(), None);
+                    continue;
                 }
-                passed = true;
-                // Failures stay in the failing receives' states.
-                let _ = claim_posted(&mut POSTED.lock(), None);
-                continue;
+                // What is left of its small messages (no receive posted for them yet) is
+                // queued now, rather than after this wait's spin and yield budget (120 us):
+                // a window of 64 small messages each way with the receives posted after the
+                // sends stalled that long every 8 messages.
+                if self.drain_peer {
+                    self.ep.drain_small(self.peer, DRAIN_SMALL_MAX);
+                    // Still full after a while: the peer is stuck too (large messages sent
+                    // both ways before either side posted its receives). Queue the rest of
+                    // what it sent rather than wait for this wait's spin and yield budget.
+                    let since = *self.full_since.get_or_insert_with(std::time::Instant::now);
+                    if since.elapsed() >= FULL_DRAIN_AFTER {
+                        self.ep.drain(self.peer)?;
+                        self.full_since = None;
+                    }
+                }
+                break;
             }
             self.started = true;
             self.done += n;
+            self.full_since = None;
             moved = true;
         }
         if self.posted() && self.len > self.frag && self.peer != self.ep.rank {
@@ -972,6 +1007,13 @@ pub fn isend(
         dest,
         comm,
     })
+}
+
+impl IsendOp {
+    /// Every fragment is out (and, synchronous, the match acknowledged): the send is complete.
+    pub fn finished(&self) -> bool {
+        self.op.finished()
+    }
 }
 
 impl Wait for IsendOp {

@@ -48,6 +48,17 @@ pub trait Link: Send + Sync {
     /// (for shared memory it points into the peer-shared slot: zero copies).
     fn try_recv(&self, visit: &mut dyn FnMut(&FrameHeader, &[u8]) -> Result<()>) -> Result<bool>;
 
+    /// As [`Link::try_recv`], but only a frame whose payload is at most `max` bytes: a larger
+    /// one stays unread (`Ok(false)`), as does every frame of a link that cannot look before
+    /// it reads (the default).
+    fn try_recv_small(
+        &self,
+        _max: usize,
+        _visit: &mut dyn FnMut(&FrameHeader, &[u8]) -> Result<()>,
+    ) -> Result<bool> {
+        Ok(false)
+    }
+
     /// Short name for logs ("shm", "tcp").
     fn name(&self) -> &'static str;
 

@@ -608,6 +608,54 @@ pub struct ShmLink {
 }
 
 impl ShmLink {
+    /// The oldest unread frame (the box's first) to `visit`, unless its payload is larger
+    /// than `max` (then it stays). A box frame is never larger than [`BOX_PAYLOAD`].
+    fn recv_up_to(
+        &self,
+        max: usize,
+        visit: &mut dyn FnMut(&FrameHeader, &[u8]) -> Result<()>,
+    ) -> Result<bool> {
+        let b = FrameBox::of(self.mine.channel(self.peer_rank));
+        if let Some((hdr, payload)) = b.claim(self.peer_rank)? {
+            let res = visit(&hdr, payload);
+            b.release();
+            return res.map(|_| true);
+        }
+        let mut rx = self.rx.lock();
+        if rx.other == rx.pos {
+            rx.other = rx.header().head.load(Ordering::Acquire);
+            if rx.other == rx.pos {
+                return Ok(false);
+            }
+        }
+        let slot = rx.slot(rx.pos);
+        // SAFETY: head > pos means the producer published this slot (Release/Acquire pair on
+        // head), and it will not touch it again until we advance tail. The header is aligned
+        // (slots are 64-byte aligned); len is bounded by slot_bytes before slicing.
+        let (hdr, payload) = unsafe {
+            let hdr = &*(slot as *const FrameHeader);
+            let len = hdr.len as usize;
+            if len > max && len <= self.slot_bytes {
+                // Left for a reader that takes it whatever its size.
+                return Ok(false);
+            }
+            if len > self.slot_bytes {
+                return Err(Error::other(format!(
+                    "corrupt shared-memory frame: {len} byte payload in a {} byte slot",
+                    self.slot_bytes
+                )));
+            }
+            (hdr, std::slice::from_raw_parts(slot.add(FRAME_HDR), len))
+        };
+        let res = visit(hdr, payload);
+        rx.pos += 1;
+        rx.header().tail.store(rx.pos, Ordering::Release);
+        drop(rx);
+        // The sender waits on its own doorbell for free slots.
+        self.peer.bell().ring();
+        res.map(|_| true)
+    }
+
     /// `mine`: our segment; `theirs`: the peer's; `me`/`peer`: world ranks.
     /// `read_pid`: the peer's pid when the CMA probe passed (see [`Segment::probe_cma`]);
     /// `send_cma`: whether this rank posts single-copy frames at all.
@@ -718,41 +766,15 @@ impl Link for ShmLink {
     }
 
     fn try_recv(&self, visit: &mut dyn FnMut(&FrameHeader, &[u8]) -> Result<()>) -> Result<bool> {
-        let b = FrameBox::of(self.mine.channel(self.peer_rank));
-        if let Some((hdr, payload)) = b.claim(self.peer_rank)? {
-            let res = visit(&hdr, payload);
-            b.release();
-            return res.map(|_| true);
-        }
-        let mut rx = self.rx.lock();
-        if rx.other == rx.pos {
-            rx.other = rx.header().head.load(Ordering::Acquire);
-            if rx.other == rx.pos {
-                return Ok(false);
-            }
-        }
-        let slot = rx.slot(rx.pos);
-        // SAFETY: head > pos means the producer published this slot (Release/Acquire pair on
-        // head), and it will not touch it again until we advance tail. The header is aligned
-        // (slots are 64-byte aligned); len is bounded by slot_bytes before slicing.
-        let (hdr, payload) = unsafe {
-            let hdr = &*(slot as *const FrameHeader);
-            let len = hdr.len as usize;
-            if len > self.slot_bytes {
-                return Err(Error::other(format!(
-                    "corrupt shared-memory frame: {len} byte payload in a {} byte slot",
-                    self.slot_bytes
-                )));
-            }
-            (hdr, std::slice::from_raw_parts(slot.add(FRAME_HDR), len))
-        };
-        let res = visit(hdr, payload);
-        rx.pos += 1;
-        rx.header().tail.store(rx.pos, Ordering::Release);
-        drop(rx);
-        // The sender waits on its own doorbell for free slots.
-        self.peer.bell().ring();
-        res.map(|_| true)
+        self.recv_up_to(usize::MAX, visit)
+    }
+
+    fn try_recv_small(
+        &self,
+        max: usize,
+        visit: &mut dyn FnMut(&FrameHeader, &[u8]) -> Result<()>,
+    ) -> Result<bool> {
+        self.recv_up_to(max.max(BOX_PAYLOAD), visit)
     }
 
     fn name(&self) -> &'static str {

@@ -191,7 +191,12 @@ pub(crate) unsafe fn isend_in_mode(
             Some(dest) => {
                 let keep: Box<dyn Send> = Box::new(Unsent(staged));
                 let op = p2p::isend(c, dest, tag, &msg, mode, Some(keep))?;
-                Request::new(name, comm, false, ep, Box::new(op))
+                if op.finished() {
+                    // Eager: the whole message is out; nothing is left to step.
+                    Request::completed(name, comm, ep, Completion::empty())
+                } else {
+                    Request::new(name, comm, false, ep, Box::new(op))
+                }
             }
             None => Request::completed(name, comm, ep, Completion::empty()),
         };
