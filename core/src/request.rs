@@ -562,6 +562,32 @@ pub fn get_named(h: c_int, what: impl FnOnce() -> String) -> Result<Option<Arc<R
         })
 }
 
+/// The requests behind `handles`, under one lock (`MPI_Waitall` over many); an unknown
+/// handle is `MPI_ERR_REQUEST` naming element `i` as `what(i)`.
+pub fn get_all(
+    handles: impl Iterator<Item = c_int>,
+    what: impl Fn(usize) -> String,
+) -> Result<Vec<Option<Arc<Request>>>> {
+    let t = TABLE.lock();
+    handles
+        .enumerate()
+        .map(|(i, h)| {
+            if h == REQUEST_NULL {
+                return Ok(None);
+            }
+            slot_of(h)
+                .and_then(|s| t.slots.get(s).cloned().flatten())
+                .map(Some)
+                .ok_or_else(|| {
+                    Error::new(
+                        Class::Request,
+                        format!("{} 0x{h:x} is not an active request", what(i)),
+                    )
+                })
+        })
+        .collect()
+}
+
 /// Releases a handle (after completion, or `MPI_Request_free`). An active request keeps
 /// progressing until it completes.
 pub fn remove(h: c_int) {

@@ -343,13 +343,11 @@ unsafe fn requests(count: c_int, reqs: *mut c_int) -> Result<(usize, Vec<Option<
     if n > 0 && reqs.is_null() {
         return Err(Error::new(Class::Arg, "array_of_requests is NULL"));
     }
-    let list = (0..n)
-        .map(|i| {
-            // SAFETY: MPI: the array holds `count` requests.
-            let h = unsafe { *reqs.add(i) };
-            request::get_named(h, || format!("array_of_requests[{i}]"))
-        })
-        .collect::<Result<_>>()?;
+    let list = request::get_all(
+        // SAFETY: MPI: the array holds `count` requests.
+        (0..n).map(|i| unsafe { *reqs.add(i) }),
+        |i| format!("array_of_requests[{i}]"),
+    )?;
     Ok((n, list))
 }
 
