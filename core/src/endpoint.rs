@@ -342,14 +342,17 @@ impl Endpoint {
         take: &mut dyn FnMut(&FrameHeader, &[u8]) -> Result<bool>,
     ) -> Result<(bool, bool)> {
         let link = self.links.get(peer).and_then(|l| l.as_deref());
-        self.poll_from(peer, link, want, take)
+        self.poll_from(peer, link, usize::MAX, want, take)
     }
 
-    /// [`Endpoint::poll_with`] reading `peer`'s queue and then `link` (`None`: the queue only).
+    /// [`Endpoint::poll_with`] reading `peer`'s queue and then `link` (`None`: the queue only),
+    /// there only frames of at most `max_frame` payload bytes ([`Link::try_recv_small`]; a
+    /// larger one stops the reading, unread).
     fn poll_from(
         &self,
         peer: usize,
         link: Option<&dyn Link>,
+        max_frame: usize,
         want: &mut dyn FnMut(&FrameHeader) -> Result<bool>,
         take: &mut dyn FnMut(&FrameHeader, &[u8]) -> Result<bool>,
     ) -> Result<(bool, bool)> {
@@ -373,7 +376,7 @@ impl Endpoint {
         let mut want_more = true;
         let mut queued = false;
         while want_more {
-            let got = link.try_recv(&mut |hdr: &FrameHeader, payload: &[u8]| {
+            let mut visit = |hdr: &FrameHeader, payload: &[u8]| {
                 if hdr.is_notice() {
                     self.notices.record(hdr.comm_id, hdr.seq, peer, payload);
                     queued = true; // wakes the other threads: the notice may be theirs
@@ -385,7 +388,12 @@ impl Endpoint {
                     queued = true;
                 }
                 Ok(())
-            })?;
+            };
+            let got = if max_frame == usize::MAX {
+                link.try_recv(&mut visit)?
+            } else {
+                link.try_recv_small(max_frame, &mut visit)?
+            };
             if !got {
                 break;
             }
@@ -411,27 +419,21 @@ impl Endpoint {
     /// fragments of the messages from `peer`, oldest first — queued ones, then those read from
     /// the link now — are offered to `want`; each it accepts goes to `take`, until `take`
     /// returns `false`. Frames read on the way that are not taken are queued.
+    ///
+    /// `read_link: false` looks at the messages already queued from `peer` only.
     pub fn p2p_match(
         &self,
         peer: usize,
+        read_link: bool,
         want: &mut dyn FnMut(&FrameHeader) -> bool,
         take: &mut dyn FnMut(&FrameHeader, &[u8]) -> Result<bool>,
     ) -> Result<()> {
+        let link = match read_link {
+            true => self.links.get(peer).and_then(|l| l.as_deref()),
+            false => None,
+        };
         let mut first = |h: &FrameHeader| Ok(h.is_p2p_first() && want(h));
-        self.poll_with(peer, &mut first, take)?;
-        Ok(())
-    }
-
-    /// As [`Endpoint::p2p_match`], over the messages already queued from `peer` only (the link
-    /// is not read).
-    pub fn p2p_match_queued(
-        &self,
-        peer: usize,
-        want: &mut dyn FnMut(&FrameHeader) -> bool,
-        take: &mut dyn FnMut(&FrameHeader, &[u8]) -> Result<bool>,
-    ) -> Result<()> {
-        let mut first = |h: &FrameHeader| Ok(h.is_p2p_first() && want(h));
-        self.poll_from(peer, None, &mut first, take)?;
+        self.poll_from(peer, link, usize::MAX, &mut first, take)?;
         Ok(())
     }
 
@@ -601,33 +603,10 @@ impl Endpoint {
     /// once — the peer may be stuck sending to it — without taking the large fragments a
     /// receive of this rank would read straight into its buffer. Best effort, as `drain`.
     pub fn drain_small(&self, peer: usize, max: usize) -> bool {
-        let Some(link) = self.links.get(peer).and_then(|l| l.as_deref()) else {
-            return false;
-        };
-        let Ok(rx) = self.rx_of(peer) else {
-            return false;
-        };
-        let mut rx = rx.lock();
-        let mut queued = false;
-        loop {
-            let got = link.try_recv_small(max, &mut |hdr: &FrameHeader, payload: &[u8]| {
-                if hdr.is_notice() {
-                    self.notices.record(hdr.comm_id, hdr.seq, peer, payload);
-                } else {
-                    rx.push(hdr, payload.to_vec());
-                }
-                queued = true;
-                Ok(())
-            });
-            if !matches!(got, Ok(true)) {
-                break;
-            }
-        }
-        drop(rx);
-        if queued {
-            self.bell().ring();
-        }
-        queued
+        let link = self.links.get(peer).and_then(|l| l.as_deref());
+        self.poll_from(peer, link, max, &mut |_| Ok(false), &mut |_, _| Ok(true))
+            .map(|r| r.1)
+            .unwrap_or(false)
     }
 
     /// The peers (world ranks) whose process has ended or whose link has failed, with what is

@@ -456,6 +456,12 @@ impl<'a> SendOp<'a> {
         })
     }
 
+    /// Whether this message takes a body turn ([`Endpoint::p2p_body_turn`]): several
+    /// fragments, to another rank.
+    fn takes_body_turn(&self) -> bool {
+        self.len > self.frag && self.peer != self.ep.rank
+    }
+
     /// Every fragment is out.
     fn posted(&self) -> bool {
         self.started && self.done == self.len
@@ -518,7 +524,7 @@ impl<'a> SendOp<'a> {
             self.full_since = None;
             moved = true;
         }
-        if self.posted() && self.len > self.frag && self.peer != self.ep.rank {
+        if self.posted() && self.takes_body_turn() {
             self.ep.p2p_body_done(self.peer, self.hdr.seq);
         }
         if self.posted() && !self.finished() {
@@ -540,7 +546,7 @@ impl<'a> SendOp<'a> {
 /// from posting their bodies.
 impl Drop for SendOp<'_> {
     fn drop(&mut self) {
-        if self.len > self.frag && self.peer != self.ep.rank {
+        if self.takes_body_turn() {
             self.ep.p2p_body_done(self.peer, self.hdr.seq);
         }
     }
@@ -802,8 +808,9 @@ fn claim_queued(posted: &[Arc<Posted>], p: &Posted) -> bool {
     };
     let mut vetoed = false;
     let mut st = p.state.lock();
-    let res = ep.p2p_match_queued(
+    let res = ep.p2p_match(
         w,
+        false,
         &mut |h| {
             if vetoed || !p.key.starts(h) {
                 return false;

@@ -550,7 +550,11 @@ pub fn get_named(h: c_int, what: impl FnOnce() -> String) -> Result<Option<Arc<R
     if h == REQUEST_NULL {
         return Ok(None);
     }
-    let t = TABLE.lock();
+    lookup(&TABLE.lock(), h, what)
+}
+
+/// The request behind a handle other than `MPI_REQUEST_NULL`, in the locked table.
+fn lookup(t: &Table, h: c_int, what: impl FnOnce() -> String) -> Result<Option<Arc<Request>>> {
     slot_of(h)
         .and_then(|i| t.slots.get(i).cloned().flatten())
         .map(Some)
@@ -571,19 +575,9 @@ pub fn get_all(
     let t = TABLE.lock();
     handles
         .enumerate()
-        .map(|(i, h)| {
-            if h == REQUEST_NULL {
-                return Ok(None);
-            }
-            slot_of(h)
-                .and_then(|s| t.slots.get(s).cloned().flatten())
-                .map(Some)
-                .ok_or_else(|| {
-                    Error::new(
-                        Class::Request,
-                        format!("{} 0x{h:x} is not an active request", what(i)),
-                    )
-                })
+        .map(|(i, h)| match h {
+            REQUEST_NULL => Ok(None),
+            _ => lookup(&t, h, || what(i)),
         })
         .collect()
 }

@@ -126,6 +126,7 @@ fn visit(ep: &Endpoint, w: usize, rxs: &mut [Matcher<'_>]) -> crate::error::Resu
     let chosen = Cell::new(None);
     ep.p2p_match(
         w,
+        true,
         &mut |h| {
             let j = rxs.borrow().iter().position(|r| r.accepts(ep, w, h));
             chosen.set(j);

@@ -635,15 +635,15 @@ impl ShmLink {
         let (hdr, payload) = unsafe {
             let hdr = &*(slot as *const FrameHeader);
             let len = hdr.len as usize;
-            if len > max && len <= self.slot_bytes {
-                // Left for a reader that takes it whatever its size.
-                return Ok(false);
-            }
             if len > self.slot_bytes {
                 return Err(Error::other(format!(
                     "corrupt shared-memory frame: {len} byte payload in a {} byte slot",
                     self.slot_bytes
                 )));
+            }
+            if len > max {
+                // Left for a reader that takes it whatever its size.
+                return Ok(false);
             }
             (hdr, std::slice::from_raw_parts(slot.add(FRAME_HDR), len))
         };
