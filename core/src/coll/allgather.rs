@@ -5,6 +5,7 @@
 //! Small messages: one-shot — every rank sends its block straight to every other rank.
 
 use super::allreduce::{copy_if_needed, copy_ring_fragment};
+use super::direct;
 use super::hier;
 use super::ring::Ring;
 use super::select::{choose, forced_levels, Algo};
@@ -58,7 +59,36 @@ fn allgather_as(
     sig: Signature,
     kind: Kind,
 ) -> Result<()> {
+    let (n, r) = (comm.size(), comm.rank);
+    let blk = count * dt.extent;
+    if n > 1 && algo(comm, blk * n) == Algo::OneShot && direct::fits(comm, blk) {
+        // Latency-bound: the allocation-free one-shot (the schedule's frames).
+        let seq = comm.next_seq();
+        comm.note_algo(kind, Algo::OneShot, blk * n);
+        copy_if_needed(send, recv.wrapping_add(r * blk), blk);
+        return direct::gather(comm, seq, recv, blk, sig);
+    }
     build_allgather_as(comm, send, recv, count, dt, sig, kind)?.run()
+}
+
+/// The algorithm of an allgather of `total` bytes on more than one rank (every rank decides
+/// alike: size, topology, settings).
+fn algo(comm: &Comm, total: usize) -> Algo {
+    let two_level = comm.topology().spans_hosts()
+        && hier::fits(comm.topology())
+        // Every size: measured faster than the flat algorithms from 64 B on (PERFORMANCE.md).
+        && forced_levels("allgather").unwrap_or(true);
+    if two_level {
+        Algo::Hier
+    } else {
+        choose(
+            "allgather",
+            total,
+            &[Algo::Ring, Algo::OneShot],
+            Algo::OneShot,
+            Algo::Ring,
+        )
+    }
 }
 
 /// The schedule of [`allgather`], built (call number taken) but not run.
@@ -91,21 +121,7 @@ fn build_allgather_as<'c>(
         copy_if_needed(send, own, blk);
         return Ok(Schedule::new(comm.ctx(sig, seq, dt.extent)));
     }
-    let two_level = comm.topology().spans_hosts()
-        && hier::fits(comm.topology())
-        // Every size: measured faster than the flat algorithms from 64 B on (PERFORMANCE.md).
-        && forced_levels("allgather").unwrap_or(true);
-    let algo = if two_level {
-        Algo::Hier
-    } else {
-        choose(
-            "allgather",
-            blk * n,
-            &[Algo::Ring, Algo::OneShot],
-            Algo::OneShot,
-            Algo::Ring,
-        )
-    };
+    let algo = algo(comm, blk * n);
     comm.note_algo(kind, algo, blk * n);
     let mut s = Schedule::new(comm.ctx(sig, seq, dt.extent));
     match algo {

@@ -8,6 +8,7 @@
 //! each byte once, so bandwidth is that of one link regardless of n.
 
 use super::allreduce::fragment;
+use super::direct;
 use super::hier;
 use super::select::{choose, forced_levels, Algo};
 use super::{chunk_elems, chunks, tag};
@@ -25,7 +26,30 @@ pub fn bcast(
     root: usize,
     sig: Signature,
 ) -> Result<()> {
+    let n = comm.size();
+    let nbytes = count * dt.extent;
+    if n > 1
+        && !comm.topology().spans_hosts()
+        && algo(nbytes) == Algo::Tree
+        && direct::fits(comm, nbytes)
+    {
+        // Latency-bound: the allocation-free tree (the schedule's frames, one chunk).
+        let seq = comm.next_seq();
+        comm.note_algo(Kind::Bcast, Algo::Tree, nbytes);
+        return direct::relay(comm, seq, buf, nbytes, root, sig);
+    }
     build_bcast(comm, buf, count, dt, root, sig)?.run()
+}
+
+/// The one-host algorithm for `nbytes` (every rank decides alike: size and settings).
+fn algo(nbytes: usize) -> Algo {
+    choose(
+        "bcast",
+        nbytes,
+        &[Algo::Tree, Algo::Pipeline],
+        Algo::Tree,
+        Algo::Pipeline,
+    )
 }
 
 /// The schedule of [`bcast`], built (call number taken) but not run.
@@ -44,13 +68,7 @@ pub fn build_bcast<'c>(
         comm.note_algo(Kind::Bcast, Algo::Local, nbytes);
         return Ok(Schedule::new(comm.ctx(sig, seq, dt.extent)));
     }
-    let algo = choose(
-        "bcast",
-        nbytes,
-        &[Algo::Tree, Algo::Pipeline],
-        Algo::Tree,
-        Algo::Pipeline,
-    );
+    let algo = algo(nbytes);
     // Across hosts the chain or tree runs over the ranks in host-major order (two levels);
     // on one host, over root, root+1, ...
     let t = comm.topology();

@@ -86,6 +86,58 @@ pub(super) fn oneshot(
     }
 }
 
+/// Runs the one-shot reduce-scatter of call `seq` (already taken) of equal blocks of `count`
+/// elements that fit one fragment: send block p of the input `send` (n blocks; in place it
+/// is `recv`) to rank p, fold the n ranks' copies of our block in rank order into a stack
+/// buffer, and copy the result to `recv` once every send has left (in place, `recv` is input
+/// the sends read until then). The frames and the fold order are those of the schedule
+/// `build_reduce_scatter` makes for its one-shot, so the two paths are interchangeable on the
+/// wire and give the same bits. The caller has checked [`fits`] for one block.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn oneshot_scatter(
+    comm: &Comm,
+    seq: u64,
+    send: *const u8,
+    recv: *mut u8,
+    count: usize,
+    extent: usize,
+    red: Reduction,
+    sig: Signature,
+) -> Result<()> {
+    let r = comm.rank;
+    let blk = count * extent;
+    let mut acc = MaybeUninit::<Saved>::uninit();
+    let out = acc.as_mut_ptr().cast::<u8>();
+    // `saved` stays unused: the input is never the output here.
+    let mut w = OneShot::new(
+        comm,
+        seq,
+        send,
+        out,
+        count,
+        extent,
+        red,
+        None,
+        sig,
+        std::ptr::null_mut(),
+    );
+    w.stride = blk;
+    w.own = send.wrapping_add(r * blk);
+    if let Some(e) = comm.ep.notices().find(comm.id, seq) {
+        return Err(e);
+    }
+    if let Err(e) = drive(&comm.ep, &mut w) {
+        return Err(w.failed(e));
+    }
+    if blk > 0 {
+        // SAFETY: `out` holds the folded block (`blk` <= MAX_BYTES bytes of the stack
+        // buffer); `recv` is valid for `blk` bytes (the ABI layer checked it) and no send
+        // reads the input any more.
+        unsafe { std::ptr::copy_nonoverlapping(out, recv, blk) };
+    }
+    Ok(())
+}
+
 /// The one-shot fold as the operation of a request (a nonblocking or persistent allreduce
 /// whose message fits, [`fits`]): the same state machine, frames and fold order as the
 /// blocking fast path, without the schedule's allocations; an in-place input's copy lives on
@@ -172,7 +224,11 @@ struct OneShot<'a> {
     sig: Signature,
     /// The header of every frame we send.
     hdr: FrameHeader,
+    /// What we send: to peer p, the `nbytes` at `mine + p × stride`.
     mine: *const u8,
+    stride: usize,
+    /// Our own operand, folded at our turn.
+    own: *const u8,
     out: *mut u8,
     nbytes: usize,
     count: usize,
@@ -224,6 +280,8 @@ impl<'a> OneShot<'a> {
             sig,
             hdr,
             mine,
+            stride: 0,
+            own: mine,
             out: recv,
             nbytes,
             count,
@@ -242,8 +300,9 @@ impl OneShot<'_> {
         while left != 0 {
             let p = left.trailing_zeros() as usize;
             left &= left - 1;
-            // SAFETY: `mine` is valid for `nbytes` (the caller's buffer or our stack copy).
-            let payload = unsafe { slice(self.mine, self.nbytes) };
+            // SAFETY: `mine + p × stride` is valid for `nbytes` (the caller's buffer or our
+            // stack copy; the caller's contract).
+            let payload = unsafe { slice(self.mine.wrapping_add(p * self.stride), self.nbytes) };
             if self
                 .comm
                 .ep
@@ -264,13 +323,13 @@ impl OneShot<'_> {
             let j = self.next;
             if j == r {
                 if self.nbytes > 0 {
-                    // SAFETY: `out` and `mine` are valid for `nbytes` and do not overlap (in
-                    // place, `mine` is the stack copy); reduce: `dst == a`.
+                    // SAFETY: `out` and `own` are valid for `nbytes` and do not overlap (in
+                    // place, `own` is the stack copy; scattered, `out` is); reduce: `dst == a`.
                     unsafe {
                         if j == 0 {
-                            std::ptr::copy_nonoverlapping(self.mine, self.out, self.nbytes);
+                            std::ptr::copy_nonoverlapping(self.own, self.out, self.nbytes);
                         } else {
-                            self.red.apply(self.out, self.out, self.mine, self.count);
+                            self.red.apply(self.out, self.out, self.own, self.count);
                         }
                     }
                 }
@@ -289,35 +348,8 @@ impl OneShot<'_> {
 
     /// Folds rank `j`'s frame if it has arrived.
     fn take(&mut self, j: usize) -> Result<bool> {
-        let key = MatchKey {
-            comm_id: self.comm.id,
-            seq: self.seq,
-            tag: tag(0, 0),
-        };
-        let (me, len, out, count, red) =
-            (self.comm.rank, self.nbytes, self.out, self.count, self.red);
-        let (sig, seq, id) = (&self.sig, self.seq, self.comm.id);
-        let mut done = false;
-        let mut consume = |hdr: &FrameHeader, payload: &[u8]| -> Result<bool> {
-            if hdr.msg_len() != len as u64 {
-                return Err(Error::new(
-                    Class::Truncate,
-                    format!(
-                        "message size mismatch in {} on {} ({}): rank {j} sends {} bytes where rank {me} expects {len}: were the counts and datatypes consistent on every rank?",
-                        health::call_text(sig),
-                        health::comm_label(id),
-                        health::call_label(seq),
-                        hdr.msg_len()
-                    ),
-                ));
-            }
-            if hdr.offset != 0 || payload.len() != len {
-                return Err(Error::other(format!(
-                    "unexpected fragment from rank {j}: {} bytes at offset {} of a {len}-byte message: were the counts equal on every rank?",
-                    payload.len(),
-                    hdr.offset
-                )));
-            }
+        let (len, out, count, red) = (self.nbytes, self.out, self.count, self.red);
+        take_whole(self.comm, self.seq, &self.sig, j, len, |payload| {
             if len > 0 {
                 // SAFETY: `out` is valid for `len` bytes and disjoint from the payload (the
                 // transport's memory or a queued copy); After: `dst == a`.
@@ -329,30 +361,102 @@ impl OneShot<'_> {
                     }
                 }
             }
-            done = true;
-            Ok(false)
-        };
-        self.comm
-            .ep
-            .poll_recv(self.comm.world[j], key, &self.sig, (me, j), &mut consume)?;
-        Ok(done)
+        })
     }
 
-    /// After the call failed with `e` (as [`crate::engine::Schedule::failed`]): a peer's own
-    /// report of this call's failure when there is one, else `e`, told to the other members.
     fn failed(&mut self, e: Error) -> Error {
-        let ep = &self.comm.ep;
-        for &peer in &self.comm.world {
-            if peer != ep.rank {
-                let _ = ep.drain(peer);
-            }
-        }
-        if let Some(first) = ep.notices().find(self.comm.id, self.seq) {
-            return first;
-        }
-        ep.send_notice(&self.comm.world, self.comm.id, self.seq, &e.msg);
-        e
+        call_failed(self.comm, self.seq, e)
     }
+}
+
+/// Takes rank `j`'s whole message of call `seq` (tag 0, `len` bytes in one frame) if it has
+/// arrived, checked against `sig` and `len`, and hands its payload to `apply`; whether it was
+/// taken.
+fn take_whole(
+    comm: &Comm,
+    seq: u64,
+    sig: &Signature,
+    j: usize,
+    len: usize,
+    mut apply: impl FnMut(&[u8]),
+) -> Result<bool> {
+    let key = MatchKey {
+        comm_id: comm.id,
+        seq,
+        tag: tag(0, 0),
+    };
+    let (me, id) = (comm.rank, comm.id);
+    let mut done = false;
+    let mut consume = |hdr: &FrameHeader, payload: &[u8]| -> Result<bool> {
+        if hdr.msg_len() != len as u64 {
+            return Err(Error::new(
+                    Class::Truncate,
+                    format!(
+                        "message size mismatch in {} on {} ({}): rank {j} sends {} bytes where rank {me} expects {len}: were the counts and datatypes consistent on every rank?",
+                        health::call_text(sig),
+                        health::comm_label(id),
+                        health::call_label(seq),
+                        hdr.msg_len()
+                    ),
+                ));
+        }
+        if hdr.offset != 0 || payload.len() != len {
+            return Err(Error::other(format!(
+                    "unexpected fragment from rank {j}: {} bytes at offset {} of a {len}-byte message: were the counts equal on every rank?",
+                    payload.len(),
+                    hdr.offset
+                )));
+        }
+        apply(payload);
+        done = true;
+        Ok(false)
+    };
+    comm.ep
+        .poll_recv(comm.world[j], key, sig, (me, j), &mut consume)?;
+    Ok(done)
+}
+
+/// After call `seq` failed with `e` (as [`crate::engine::Schedule::failed`]): a peer's own
+/// report of this call's failure when there is one, else `e`, told to the other members.
+fn call_failed(comm: &Comm, seq: u64, e: Error) -> Error {
+    let ep = &comm.ep;
+    for &peer in &comm.world {
+        if peer != ep.rank {
+            let _ = ep.drain(peer);
+        }
+    }
+    if let Some(first) = ep.notices().find(comm.id, seq) {
+        return first;
+    }
+    ep.send_notice(&comm.world, comm.id, seq, &e.msg);
+    e
+}
+
+/// About to sleep in call `seq`: take in what peers sent (see `Schedule::step`), checking
+/// the signatures of this call's frames on the way. Whether anything was taken.
+fn drain_before_sleep(comm: &Comm, seq: u64, sig: &Signature) -> Result<bool> {
+    let ep = &comm.ep;
+    let key = MatchKey {
+        comm_id: comm.id,
+        seq,
+        tag: 0,
+    };
+    let mut moved = false;
+    for (j, &peer) in comm.world.iter().enumerate() {
+        if peer != ep.rank {
+            moved |= ep.drain_call(peer, key, sig, (comm.rank, j))?;
+        }
+    }
+    Ok(moved)
+}
+
+fn describe_call(comm: &Comm, seq: u64, sig: &Signature) -> String {
+    format!(
+        "{} on {} ({})",
+        health::call_text(sig),
+        health::comm_label(comm.id),
+        health::call_label(seq)
+    )
 }
 
 impl Wait for OneShot<'_> {
@@ -366,30 +470,13 @@ impl Wait for OneShot<'_> {
             return Ok(Step::Done);
         }
         if last && !moved {
-            // About to sleep: take in what peers sent (see `Schedule::step`), checking the
-            // signatures of this call's frames on the way.
-            let ep = &self.comm.ep;
-            let key = MatchKey {
-                comm_id: self.comm.id,
-                seq: self.seq,
-                tag: 0,
-            };
-            for (j, &peer) in self.comm.world.iter().enumerate() {
-                if peer != ep.rank {
-                    moved |= ep.drain_call(peer, key, &self.sig, (self.comm.rank, j))?;
-                }
-            }
+            moved |= drain_before_sleep(self.comm, self.seq, &self.sig)?;
         }
         Ok(if moved { Step::Moved } else { Step::Idle })
     }
 
     fn describe(&self) -> String {
-        format!(
-            "{} on {} ({})",
-            health::call_text(&self.sig),
-            health::comm_label(self.comm.id),
-            health::call_label(self.seq)
-        )
+        describe_call(self.comm, self.seq, &self.sig)
     }
 
     fn blocked_on(&self, out: &mut Vec<usize>) {
@@ -404,6 +491,252 @@ impl Wait for OneShot<'_> {
             if !out.contains(&w) {
                 out.push(w);
             }
+        }
+    }
+
+    fn noticed(&self) -> Option<Error> {
+        self.comm.ep.notices().find(self.comm.id, self.seq)
+    }
+}
+
+/// Runs the binomial-tree broadcast of call `seq` (already taken) from `root` of a message
+/// that fits one fragment: receive it from the parent into `buf` (the root has it), then
+/// pass it to every child. The frames are exactly those of the schedule `build_bcast` makes
+/// for a one-chunk tree (tag 0 to each child, children in the same order), so the two paths
+/// are interchangeable on the wire. The caller has checked [`fits`].
+pub(super) fn relay(
+    comm: &Comm,
+    seq: u64,
+    buf: *mut u8,
+    nbytes: usize,
+    root: usize,
+    sig: Signature,
+) -> Result<()> {
+    let (n, r) = (comm.size(), comm.rank);
+    debug_assert!(fits(comm, nbytes));
+    let vr = (r + n - root) % n;
+    let real = |v: usize| (v + root) % n;
+    // The parent differs from us in our lowest set bit; the children are vr + 2^k for every
+    // 2^k below that bit (all of them for the root), as in `build_bcast`.
+    let low = if vr == 0 {
+        n.next_power_of_two()
+    } else {
+        1 << vr.trailing_zeros()
+    };
+    let mut children = 0u64;
+    let mut mask = 1;
+    while mask < low {
+        if vr + mask < n {
+            children |= 1 << real(vr + mask);
+        }
+        mask <<= 1;
+    }
+    let mut hdr = FrameHeader::new(&sig, comm.id, seq, tag(0, 0), comm.ep.rank as u32);
+    hdr.set_msg_len(nbytes as u64);
+    let mut w = Relay {
+        comm,
+        seq,
+        sig,
+        hdr,
+        buf,
+        nbytes,
+        parent: (vr != 0).then(|| real(vr - (vr & vr.wrapping_neg()))),
+        children,
+    };
+    if let Some(e) = comm.ep.notices().find(comm.id, seq) {
+        return Err(e);
+    }
+    match drive(&comm.ep, &mut w) {
+        Ok(()) => Ok(()),
+        Err(e) => Err(call_failed(comm, seq, e)),
+    }
+}
+
+/// The state of one fast broadcast ([`relay`]).
+struct Relay<'a> {
+    comm: &'a Comm,
+    seq: u64,
+    sig: Signature,
+    /// The header of every frame we send.
+    hdr: FrameHeader,
+    buf: *mut u8,
+    nbytes: usize,
+    /// The comm rank we still have to receive the message from.
+    parent: Option<usize>,
+    /// Comm ranks we still have to send it to (bit p), once it is here.
+    children: u64,
+}
+
+impl Wait for Relay<'_> {
+    fn poll(&mut self, last: bool) -> Result<Step> {
+        let mut moved = false;
+        if let Some(p) = self.parent {
+            let (buf, len) = (self.buf, self.nbytes);
+            if take_whole(self.comm, self.seq, &self.sig, p, len, |payload| {
+                if len > 0 {
+                    // SAFETY: `buf` is the caller's buffer, valid for `len` bytes (the ABI
+                    // layer checked it), disjoint from the transport's memory.
+                    unsafe { std::ptr::copy_nonoverlapping(payload.as_ptr(), buf, len) };
+                }
+            })? {
+                self.parent = None;
+                moved = true;
+            }
+        }
+        if self.parent.is_none() {
+            let mut left = self.children;
+            while left != 0 {
+                let p = left.trailing_zeros() as usize;
+                left &= left - 1;
+                // SAFETY: `buf` holds the message (ours, or received above), `nbytes` long.
+                let payload = unsafe { slice(self.buf, self.nbytes) };
+                if self
+                    .comm
+                    .ep
+                    .try_send(self.comm.world[p], &self.hdr, payload)?
+                {
+                    self.children &= !(1 << p);
+                    moved = true;
+                }
+            }
+            if self.children == 0 {
+                return Ok(Step::Done);
+            }
+        }
+        if last && !moved {
+            moved |= drain_before_sleep(self.comm, self.seq, &self.sig)?;
+        }
+        Ok(if moved { Step::Moved } else { Step::Idle })
+    }
+
+    fn describe(&self) -> String {
+        describe_call(self.comm, self.seq, &self.sig)
+    }
+
+    fn blocked_on(&self, out: &mut Vec<usize>) {
+        if let Some(p) = self.parent {
+            out.push(self.comm.world[p]);
+            return;
+        }
+        let mut left = self.children;
+        while left != 0 {
+            let p = left.trailing_zeros() as usize;
+            left &= left - 1;
+            out.push(self.comm.world[p]);
+        }
+    }
+
+    fn noticed(&self) -> Option<Error> {
+        self.comm.ep.notices().find(self.comm.id, self.seq)
+    }
+}
+
+/// Runs the one-shot allgather of call `seq` (already taken) of blocks of `blk` bytes that
+/// fit one fragment: send our block (already in place at `recv + rank × blk`) to every other
+/// rank and place each rank's block as it arrives. The frames are exactly those of the
+/// schedule `build_allgather` makes for its one-shot (tag 0, one per peer), so the two paths
+/// are interchangeable on the wire. The caller has checked [`fits`].
+pub(super) fn gather(
+    comm: &Comm,
+    seq: u64,
+    recv: *mut u8,
+    blk: usize,
+    sig: Signature,
+) -> Result<()> {
+    let (n, r) = (comm.size(), comm.rank);
+    debug_assert!(fits(comm, blk));
+    let others = (0..n).filter(|&p| p != r).fold(0u64, |m, p| m | 1 << p);
+    let mut hdr = FrameHeader::new(&sig, comm.id, seq, tag(0, 0), comm.ep.rank as u32);
+    hdr.set_msg_len(blk as u64);
+    let mut w = Gather {
+        comm,
+        seq,
+        sig,
+        hdr,
+        recv,
+        blk,
+        to_send: others,
+        to_take: others,
+    };
+    if let Some(e) = comm.ep.notices().find(comm.id, seq) {
+        return Err(e);
+    }
+    match drive(&comm.ep, &mut w) {
+        Ok(()) => Ok(()),
+        Err(e) => Err(call_failed(comm, seq, e)),
+    }
+}
+
+/// The state of one fast allgather ([`gather`]).
+struct Gather<'a> {
+    comm: &'a Comm,
+    seq: u64,
+    sig: Signature,
+    /// The header of every frame we send.
+    hdr: FrameHeader,
+    recv: *mut u8,
+    blk: usize,
+    /// Comm ranks we still have to send our block to (bit p).
+    to_send: u64,
+    /// Comm ranks whose block has not arrived yet (bit p).
+    to_take: u64,
+}
+
+impl Wait for Gather<'_> {
+    fn poll(&mut self, last: bool) -> Result<Step> {
+        let (r, blk, recv) = (self.comm.rank, self.blk, self.recv);
+        let mut moved = false;
+        let mut left = self.to_send;
+        while left != 0 {
+            let p = left.trailing_zeros() as usize;
+            left &= left - 1;
+            // SAFETY: our block lies at recv + r × blk, `blk` bytes (the caller put it there;
+            // the ABI layer checked the buffer); no arriving block is written over it.
+            let payload = unsafe { slice(recv.wrapping_add(r * blk), blk) };
+            if self
+                .comm
+                .ep
+                .try_send(self.comm.world[p], &self.hdr, payload)?
+            {
+                self.to_send &= !(1 << p);
+                moved = true;
+            }
+        }
+        let mut left = self.to_take;
+        while left != 0 {
+            let j = left.trailing_zeros() as usize;
+            left &= left - 1;
+            let at = recv.wrapping_add(j * blk);
+            if take_whole(self.comm, self.seq, &self.sig, j, blk, |payload| {
+                if blk > 0 {
+                    // SAFETY: block j of `recv` is valid for `blk` bytes, disjoint from our
+                    // own block and from the transport's memory.
+                    unsafe { std::ptr::copy_nonoverlapping(payload.as_ptr(), at, blk) };
+                }
+            })? {
+                self.to_take &= !(1 << j);
+                moved = true;
+            }
+        }
+        if self.to_send == 0 && self.to_take == 0 {
+            return Ok(Step::Done);
+        }
+        if last && !moved {
+            moved |= drain_before_sleep(self.comm, self.seq, &self.sig)?;
+        }
+        Ok(if moved { Step::Moved } else { Step::Idle })
+    }
+
+    fn describe(&self) -> String {
+        describe_call(self.comm, self.seq, &self.sig)
+    }
+
+    fn blocked_on(&self, out: &mut Vec<usize>) {
+        let mut left = self.to_send | self.to_take;
+        while left != 0 {
+            let p = left.trailing_zeros() as usize;
+            left &= left - 1;
+            out.push(self.comm.world[p]);
         }
     }
 

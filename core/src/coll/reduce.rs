@@ -2,12 +2,14 @@
 //!
 //! Large messages: ring reduce-scatter (each rank finishes one block), then every rank sends its
 //! finished block to the root, chunk by chunk as chunks finish.
-//! Small messages: binomial tree — in round k a rank whose relative rank has bit k set sends its
+//! Small messages on one host: one-shot — every rank sends to the root, which folds in rank
+//! order (also what non-commutative ops always take). Small messages across hosts (or forced
+//! `tree`): binomial tree — in round k a rank whose relative rank has bit k set sends its
 //! partial result to the rank 2^k below it, which folds it in after its own; log2(n) steps.
-//! Forced `oneshot`: every rank sends to the root, which folds in rank order.
 //! Non-root ranks need scratch space for partial results (their `recvbuf` is not significant).
 
 use super::allreduce::{copy_if_needed, fragment, oneshot_fold};
+use super::direct;
 use super::hier;
 use super::ring::Ring;
 use super::select::{choose, forced_levels, is_small, Algo};
@@ -47,7 +49,55 @@ pub fn reduce(
     root: usize,
     sig: Signature,
 ) -> Result<()> {
+    let nbytes = count * dt.extent;
+    if comm.size() > 1 && algo(comm, red, nbytes) == Algo::OneShot && direct::fits(comm, nbytes) {
+        // Latency-bound: the allocation-free one-shot (the schedule's frames and fold order).
+        let seq = comm.next_seq();
+        comm.note_algo(Kind::Reduce, Algo::OneShot, nbytes);
+        return direct::oneshot(
+            comm,
+            seq,
+            send,
+            recv,
+            count,
+            dt.extent,
+            red,
+            Some(root),
+            sig,
+        );
+    }
     build_reduce(comm, send, recv, count, dt, red, root, sig)?.run()
+}
+
+/// The algorithm of a reduce of `nbytes` with `red` on more than one rank (every rank
+/// decides alike: size, topology, settings). Small messages on one host: the one-shot — each
+/// rank's one frame straight to the root, one step of latency, where the binomial tree takes
+/// log2(n) steps (measured in docs/PERFORMANCE.md, "Small collectives"); across hosts the
+/// tree (its frames cross the network once per subtree, the one-shot's once per rank).
+fn algo(comm: &Comm, red: Reduction, nbytes: usize) -> Algo {
+    let two_level = red.commutative()
+        && comm.topology().spans_hosts()
+        && hier::fits(comm.topology())
+        && forced_levels("reduce").unwrap_or(!is_small(nbytes));
+    if two_level {
+        Algo::Hier
+    } else if red.commutative() {
+        let small = if comm.topology().spans_hosts() {
+            Algo::Tree
+        } else {
+            Algo::OneShot
+        };
+        choose(
+            "reduce",
+            nbytes,
+            &[Algo::Ring, Algo::OneShot, Algo::Tree],
+            small,
+            large_reduce(comm, nbytes),
+        )
+    } else {
+        // Only the one-shot fold combines operands in rank order.
+        Algo::OneShot
+    }
 }
 
 /// The schedule of [`reduce`], built (call number taken) but not run.
@@ -70,24 +120,7 @@ pub fn build_reduce<'c>(
         copy_if_needed(send, recv, nbytes);
         return Ok(Schedule::new(comm.ctx(sig, seq, dt.extent)));
     }
-    let two_level = red.commutative()
-        && comm.topology().spans_hosts()
-        && hier::fits(comm.topology())
-        && forced_levels("reduce").unwrap_or(!is_small(nbytes));
-    let algo = if two_level {
-        Algo::Hier
-    } else if red.commutative() {
-        choose(
-            "reduce",
-            nbytes,
-            &[Algo::Ring, Algo::OneShot, Algo::Tree],
-            Algo::Tree,
-            large_reduce(comm, nbytes),
-        )
-    } else {
-        // Only the one-shot fold combines operands in rank order.
-        Algo::OneShot
-    };
+    let algo = algo(comm, red, nbytes);
     comm.note_algo(Kind::Reduce, algo, nbytes);
     let mut s = Schedule::new(comm.ctx(sig, seq, dt.extent));
     let is_root = r == root;

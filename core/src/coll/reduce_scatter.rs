@@ -8,6 +8,7 @@
 //! pieces in rank order.
 
 use super::allreduce::{copy_if_needed, fragment};
+use super::direct;
 use super::hier;
 use super::ring::Ring;
 use super::select::{choose, forced_levels, Algo};
@@ -28,7 +29,43 @@ pub fn reduce_scatter(
     red: Reduction,
     sig: Signature,
 ) -> Result<()> {
+    let n = comm.size();
+    let blk = counts.first().copied().unwrap_or(0) * dt.extent;
+    if n > 1
+        && counts.iter().all(|&c| c * dt.extent == blk)
+        && algo(comm, red, blk * n) == Algo::OneShot
+        && direct::fits(comm, blk)
+    {
+        // Latency-bound: the allocation-free one-shot (the schedule's frames and fold order).
+        let seq = comm.next_seq();
+        comm.note_algo(sig.kind, Algo::OneShot, blk * n);
+        return direct::oneshot_scatter(comm, seq, send, recv, counts[0], dt.extent, red, sig);
+    }
     build_reduce_scatter(comm, send, recv, counts, dt, red, sig)?.run()
+}
+
+/// The algorithm of a reduce-scatter of `total` bytes with `red` on more than one rank (every
+/// rank decides alike: size, topology, settings).
+fn algo(comm: &Comm, red: Reduction, total: usize) -> Algo {
+    let two_level = red.commutative()
+        && comm.topology().spans_hosts()
+        && hier::fits(comm.topology())
+        // Every size: measured faster than the flat algorithms from 64 B on (PERFORMANCE.md).
+        && forced_levels("reduce_scatter").unwrap_or(true);
+    if two_level {
+        Algo::Hier
+    } else if red.commutative() {
+        choose(
+            "reduce_scatter",
+            total,
+            &[Algo::Ring, Algo::OneShot],
+            Algo::OneShot,
+            Algo::Ring,
+        )
+    } else {
+        // Only the one-shot fold combines operands in rank order.
+        Algo::OneShot
+    }
 }
 
 /// The schedule of [`reduce_scatter`], built (call number taken) but not run.
@@ -52,25 +89,7 @@ pub fn build_reduce_scatter<'c>(
         copy_if_needed(send, recv, my_cnt * ext);
         return Ok(Schedule::new(comm.ctx(sig, seq, ext)));
     }
-    let two_level = red.commutative()
-        && comm.topology().spans_hosts()
-        && hier::fits(comm.topology())
-        // Every size: measured faster than the flat algorithms from 64 B on (PERFORMANCE.md).
-        && forced_levels("reduce_scatter").unwrap_or(true);
-    let algo = if two_level {
-        Algo::Hier
-    } else if red.commutative() {
-        choose(
-            "reduce_scatter",
-            total * ext,
-            &[Algo::Ring, Algo::OneShot],
-            Algo::OneShot,
-            Algo::Ring,
-        )
-    } else {
-        // Only the one-shot fold combines operands in rank order.
-        Algo::OneShot
-    };
+    let algo = algo(comm, red, total * ext);
     comm.note_algo(sig.kind, algo, total * ext);
     let mut s = Schedule::new(comm.ctx(sig, seq, ext));
     let mut work;

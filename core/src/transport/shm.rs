@@ -39,22 +39,21 @@ const CACHELINE: usize = 128;
 const FRAME_HDR: usize = std::mem::size_of::<FrameHeader>();
 /// Single-copy messages a sender may have in flight per channel (one acknowledgement word each).
 pub const CMA_TICKETS: usize = 16;
-/// A channel's box: one 64-byte line (one cache-line transfer to the reader, where a frame
-/// in the ring takes four: its counter, the two lines of its header and the payload's).
+/// A box: one 64-byte line (one cache-line transfer to the reader, where a frame in the
+/// ring takes four: its counter, the two lines of its header and the payload's).
 const BOX_BYTES: usize = 64;
-/// Box states: a sender claims an empty box (`BOX_WRITING`), fills it and publishes it
-/// (`BOX_FULL`); a receiver claims a full one (`BOX_READING`) and empties it, or puts it back.
-const BOX_EMPTY: u32 = 0;
-const BOX_WRITING: u32 = 1;
-const BOX_FULL: u32 = 2;
-const BOX_READING: u32 = 3;
+/// Boxes per channel, used in turn. The sender learns that box `n` is free from the
+/// receiver's count of boxes taken, which it reads again only when its last reading says the
+/// boxes are all full — not from the box itself: reading a line the receiver wrote, then
+/// writing it, made every small send wait for two cache-line transfers before its frame left.
+const BOXES: usize = 8;
 
-/// The box's line: the state word and what a collective's small frame needs of its header
-/// (the rest is implied: no flags, offset 0, the message is the payload, the sender is the
-/// channel's), then the payload.
+/// A box's line: its stamp (`n + 1` once the `n`th frame of the channel's boxes is in it,
+/// mod 2³²), what a collective's small frame needs of its header (the rest is implied: no
+/// flags, offset 0, the message is the payload, the sender is the channel's), then the payload.
 #[repr(C, align(64))]
 struct BoxLine {
-    state: AtomicU32,
+    stamp: AtomicU32,
     kind: u8,
     len: u8,
     _pad: u16,
@@ -72,6 +71,13 @@ struct BoxLine {
 pub const BOX_PAYLOAD: usize = 20;
 
 const _: () = assert!(std::mem::size_of::<BoxLine>() == BOX_BYTES);
+
+/// After a channel's boxes: how many frames the receiver has taken from them (written by the
+/// receiver, read by the sender when it runs out of boxes it knows to be free).
+#[repr(C, align(64))]
+struct BoxTaken {
+    taken: AtomicU64,
+}
 
 /// Start of a segment.
 #[repr(C)]
@@ -137,9 +143,14 @@ impl Geometry {
         (Self::slots_offset() + self.slots * self.slot_stride()).next_multiple_of(4096)
     }
 
-    /// Where a channel's slots start: after its header and its box.
+    /// Where a channel's boxes start: after its header.
+    fn boxes_offset() -> usize {
+        std::mem::size_of::<ChannelHeader>()
+    }
+
+    /// Where a channel's slots start: after its header, its boxes and their taken count.
     fn slots_offset() -> usize {
-        std::mem::size_of::<ChannelHeader>() + BOX_BYTES
+        Self::boxes_offset() + BOXES * BOX_BYTES + std::mem::size_of::<BoxTaken>()
     }
 
     fn channel_offset(&self, src: usize) -> usize {
@@ -459,23 +470,45 @@ impl ChannelEnd {
     }
 }
 
-/// A channel's box: one small frame beside the ring, taken without the ring's locks
-/// ([`ShmLink::send_box`], [`ShmLink::take_box`]).
+/// A channel's boxes: small frames beside the ring, in a ring of their own of [`BOXES`]
+/// lines, passed without the ring's locks ([`ShmLink::send_box`], [`ShmLink::take_box`]).
+/// Each side keeps its place in a lock of its own process ([`BoxCursor`]).
 #[derive(Clone, Copy)]
-struct FrameBox(*mut BoxLine);
+struct FrameBoxes(*mut u8);
 
-impl FrameBox {
-    /// The box of the channel at `chan`.
-    fn of(chan: *mut u8) -> FrameBox {
-        // SAFETY: the box lies between the channel's header and its slots (slots_offset),
-        // inside the mapping, 64-byte aligned (channels are page-aligned, the header a
-        // multiple of 128 bytes).
-        FrameBox(unsafe { chan.add(std::mem::size_of::<ChannelHeader>()) }.cast())
+/// One side's place in a channel's boxes, in its own process's memory.
+#[derive(Default)]
+struct BoxCursor {
+    /// Frames this side has put (sender) or taken (receiver).
+    next: u64,
+    /// Sender: frames the receiver had taken at the last reading of its count.
+    taken: u64,
+}
+
+impl FrameBoxes {
+    /// The boxes of the channel at `chan`.
+    fn of(chan: *mut u8) -> FrameBoxes {
+        // SAFETY: the boxes and their taken count lie between the channel's header and its
+        // slots (slots_offset), inside the mapping, 64-byte aligned (channels are
+        // page-aligned, the header a multiple of 128 bytes).
+        FrameBoxes(unsafe { chan.add(Geometry::boxes_offset()) })
     }
 
-    fn state(&self) -> &AtomicU32 {
+    fn line(&self, n: u64) -> *mut BoxLine {
+        // Pointer arithmetic inside the box area (see `of`).
+        self.0
+            .wrapping_add((n % BOXES as u64) as usize * BOX_BYTES)
+            .cast()
+    }
+
+    fn stamp(&self, n: u64) -> &AtomicU32 {
         // SAFETY: see `of`: an aligned u32 in shared memory, only ever accessed atomically.
-        unsafe { &(*self.0).state }
+        unsafe { &(*self.line(n)).stamp }
+    }
+
+    fn taken(&self) -> &AtomicU64 {
+        // SAFETY: see `of`: the aligned u64 after the boxes, only ever accessed atomically.
+        unsafe { &(*self.0.add(BOXES * BOX_BYTES).cast::<BoxTaken>()).taken }
     }
 
     /// Whether a frame can travel in a box: a collective's whole message of at most
@@ -499,22 +532,26 @@ impl FrameBox {
             && plain == FrameHeader::blank()
     }
 
-    /// Posts `hdr` + `payload` if they fit a box ([`FrameBox::fits`]) and the box is empty.
-    fn put(&self, hdr: &FrameHeader, payload: &[u8]) -> bool {
-        if self.state().load(Ordering::Relaxed) != BOX_EMPTY
-            || !Self::fits(hdr, payload)
-            || self
-                .state()
-                .compare_exchange(BOX_EMPTY, BOX_WRITING, Ordering::Acquire, Ordering::Relaxed)
-                .is_err()
-        {
+    /// Posts `hdr` + `payload` in the next box if they fit one ([`FrameBoxes::fits`]) and it
+    /// is free. `tx` is the sender's cursor (held: one sending thread at a time).
+    fn put(&self, tx: &mut BoxCursor, hdr: &FrameHeader, payload: &[u8]) -> bool {
+        if !Self::fits(hdr, payload) {
             return false;
         }
-        // SAFETY: the WRITING state makes this thread the line's only user until it
-        // publishes FULL; the payload fits (checked above). Fields are written through the
-        // raw pointer, never through a reference that would alias the state word.
+        let n = tx.next;
+        if n - tx.taken >= BOXES as u64 {
+            tx.taken = self.taken().load(Ordering::Acquire);
+            if n - tx.taken >= BOXES as u64 {
+                return false;
+            }
+        }
+        // SAFETY: box n is free — the receiver has taken frame n − BOXES from it (its taken
+        // count, read with Acquire, says so), and it reads a box only once its stamp says
+        // frame n is there; the cursor's lock makes this thread the only writer. Fields
+        // are written through the raw pointer, never through a reference that would alias
+        // the stamp; the payload fits (checked above).
         unsafe {
-            let b = self.0;
+            let b = self.line(n);
             (*b).kind = hdr.kind;
             (*b).len = payload.len() as u8;
             (*b).comm_id = hdr.comm_id;
@@ -530,30 +567,27 @@ impl FrameBox {
                 payload.len(),
             );
         }
-        self.state().store(BOX_FULL, Ordering::Release);
+        self.stamp(n).store((n + 1) as u32, Ordering::Release);
+        tx.next = n + 1;
         true
     }
 
-    /// Claims a full box: the frame's header (`src`: the channel's sender) and payload, valid
-    /// until [`FrameBox::release`] or [`FrameBox::put_back`]; `None` when empty or another
-    /// thread has it.
-    fn claim(&self, src: usize) -> Result<Option<(FrameHeader, &[u8])>> {
-        if self.state().load(Ordering::Acquire) != BOX_FULL
-            || self
-                .state()
-                .compare_exchange(BOX_FULL, BOX_READING, Ordering::Acquire, Ordering::Relaxed)
-                .is_err()
-        {
+    /// The next frame, if it has arrived: its header (`src`: the channel's sender) and
+    /// payload, valid until the receiver's cursor moves on ([`FrameBoxes::taken_one`]) —
+    /// `rx` is that cursor, held by the caller.
+    fn peek(&self, rx: &BoxCursor, src: usize) -> Result<Option<(FrameHeader, &[u8])>> {
+        let n = rx.next;
+        if self.stamp(n).load(Ordering::Acquire) != (n + 1) as u32 {
             return Ok(None);
         }
-        // SAFETY: READING makes this thread the line's only user; the sender wrote it before
-        // publishing FULL (Release), which the Acquire above saw; len is checked before the
-        // payload is sliced.
+        // SAFETY: the stamp (Acquire) says the sender wrote frame n here before its Release
+        // store, and it will not write this box again before our taken count passes n; the
+        // caller holds the receiving cursor, so no other thread of ours reads it. len is
+        // checked before the payload is sliced.
         unsafe {
-            let b = self.0;
+            let b = self.line(n);
             let len = (*b).len as usize;
             if len > BOX_PAYLOAD {
-                self.release();
                 return Err(Error::other(format!(
                     "corrupt shared-memory frame: {len} byte payload in a {BOX_PAYLOAD} byte box"
                 )));
@@ -576,14 +610,10 @@ impl FrameBox {
         }
     }
 
-    /// Empties a claimed box.
-    fn release(&self) {
-        self.state().store(BOX_EMPTY, Ordering::Release);
-    }
-
-    /// Returns a claimed box untouched, for another reader.
-    fn put_back(&self) {
-        self.state().store(BOX_FULL, Ordering::Release);
+    /// Frees the box [`FrameBoxes::peek`] showed, for the sender.
+    fn taken_one(&self, rx: &mut BoxCursor) {
+        rx.next += 1;
+        self.taken().store(rx.next, Ordering::Release);
     }
 }
 
@@ -593,6 +623,9 @@ pub struct ShmLink {
     tx: Mutex<ChannelEnd>,
     /// Our receiving end, in our segment.
     rx: Mutex<ChannelEnd>,
+    /// Our places in the boxes we send to and take from ([`FrameBoxes`]).
+    box_tx: Mutex<BoxCursor>,
+    box_rx: Mutex<BoxCursor>,
     /// The peer's segment, whose doorbell we ring for new data and for freed slots.
     peer: Arc<Segment>,
     /// Our segment, where we acknowledge single-copy messages from the peer.
@@ -608,18 +641,20 @@ pub struct ShmLink {
 }
 
 impl ShmLink {
-    /// The oldest unread frame (the box's first) to `visit`, unless its payload is larger
+    /// The oldest unread frame (the boxes' first) to `visit`, unless its payload is larger
     /// than `max` (then it stays). A box frame is never larger than [`BOX_PAYLOAD`].
     fn recv_up_to(
         &self,
         max: usize,
         visit: &mut dyn FnMut(&FrameHeader, &[u8]) -> Result<()>,
     ) -> Result<bool> {
-        let b = FrameBox::of(self.mine.channel(self.peer_rank));
-        if let Some((hdr, payload)) = b.claim(self.peer_rank)? {
-            let res = visit(&hdr, payload);
-            b.release();
-            return res.map(|_| true);
+        let b = FrameBoxes::of(self.mine.channel(self.peer_rank));
+        if let Some(mut rx) = self.box_rx.try_lock() {
+            if let Some((hdr, payload)) = b.peek(&rx, self.peer_rank)? {
+                let res = visit(&hdr, payload);
+                b.taken_one(&mut rx);
+                return res.map(|_| true);
+            }
         }
         let mut rx = self.rx.lock();
         if rx.other == rx.pos {
@@ -674,6 +709,8 @@ impl ShmLink {
         ShmLink {
             tx: Mutex::new(ChannelEnd::new(theirs.clone(), me)),
             rx: Mutex::new(ChannelEnd::new(mine.clone(), peer)),
+            box_tx: Mutex::new(BoxCursor::default()),
+            box_rx: Mutex::new(BoxCursor::default()),
             peer: theirs,
             mine,
             me,
@@ -690,41 +727,47 @@ impl ShmLink {
         self.peer.channel_header(self.me)
     }
 
-    /// Posts a small frame to the peer's box for our channel, beside the ring, if the box is
-    /// empty: no lock, and the receiver takes it without its locks either
+    /// Posts a small frame to the peer's boxes for our channel, beside the ring, if one is
+    /// free: no shared lock, and the receiver takes it without the ring's locks either
     /// ([`ShmLink::take_box`]); [`Link::try_recv`] hands it out like a ring frame, so
-    /// every reader sees it. Frames in the box and in the ring are not ordered with each
+    /// every reader sees it. Frames in the boxes and in the ring are not ordered with each
     /// other: only frames found by their (communicator, call, tag), the one fragment of a
-    /// collective's message, may go here (see `Endpoint::try_send`).
+    /// collective's message, may go here (see `Endpoint::try_send`). Another thread of ours
+    /// sending in the boxes at the moment sends this frame to the ring.
     fn send_box(&self, hdr: &FrameHeader, payload: &[u8]) -> bool {
-        if !FrameBox::of(self.peer.channel(self.me)).put(hdr, payload) {
+        let Some(mut tx) = self.box_tx.try_lock() else {
+            return false;
+        };
+        if !FrameBoxes::of(self.peer.channel(self.me)).put(&mut tx, hdr, payload) {
             return false;
         }
+        drop(tx);
         self.peer.bell().ring();
         true
     }
 
-    /// Takes the frame in our box from the peer if `want` accepts it (`take` gets it);
-    /// a frame `want` rejects stays for [`Link::try_recv`]. Whether a frame was taken.
+    /// Takes the next frame in our boxes from the peer if `want` accepts it (`take` gets
+    /// it); a frame `want` rejects stays for [`Link::try_recv`] (and the frames behind it with
+    /// it). Whether a frame was taken. Another thread of ours at the boxes: nothing taken.
     fn take_box(
         &self,
         want: &mut dyn FnMut(&FrameHeader) -> Result<bool>,
         take: &mut dyn FnMut(&FrameHeader, &[u8]) -> Result<bool>,
     ) -> Result<bool> {
-        let b = FrameBox::of(self.mine.channel(self.peer_rank));
-        let Some((hdr, payload)) = b.claim(self.peer_rank)? else {
+        let b = FrameBoxes::of(self.mine.channel(self.peer_rank));
+        let Some(mut rx) = self.box_rx.try_lock() else {
+            return Ok(false);
+        };
+        let Some((hdr, payload)) = b.peek(&rx, self.peer_rank)? else {
             return Ok(false);
         };
         match want(&hdr) {
             Ok(true) => {
                 let res = take(&hdr, payload);
-                b.release();
+                b.taken_one(&mut rx);
                 res.map(|_| true)
             }
-            other => {
-                b.put_back();
-                other.map(|_| false)
-            }
+            other => other.map(|_| false),
         }
     }
 }
@@ -1002,20 +1045,44 @@ mod tests {
         let mut flagged = hdr;
         flagged.flags = crate::frame::FLAG_SYNC;
         assert!(!l01.send_box(&flagged, &payload));
-        assert!(l01.send_box(&hdr, &payload));
-        // Full: the next frame must take the ring.
+        // Every box in turn (frame k says k in its call number), then full: the next frame
+        // must take the ring.
+        for k in 0..BOXES as u64 {
+            let mut h = hdr;
+            h.seq = k;
+            assert!(l01.send_box(&h, &payload), "box {k}");
+        }
         assert!(!l01.send_box(&hdr, &payload));
-        // A reader that does not want it leaves it where it is.
+        // A reader that does not want the first leaves it where it is.
         let mut took = |_: &FrameHeader, _: &[u8]| -> Result<bool> { panic!("not wanted") };
         assert!(!l10.take_box(&mut |_| Ok(false), &mut took).unwrap());
-        // The stream hands it out with the header it was sent with (length and sender set).
+        // The stream hands them out in order with the header they were sent with (length and
+        // sender set).
         let mut want = hdr;
         want.len = payload.len() as u32;
+        for k in 0..BOXES as u64 {
+            let mut seen = 0;
+            assert!(l10
+                .try_recv(&mut |h, p| {
+                    assert_eq!(*h, FrameHeader { seq: k, ..want });
+                    assert_eq!(p, payload);
+                    seen += 1;
+                    Ok(())
+                })
+                .unwrap());
+            assert_eq!(seen, 1);
+            // One box free again: the sender finds it (it reads the taken count anew).
+            if k == 0 {
+                let mut h = hdr;
+                h.seq = 100;
+                assert!(l01.send_box(&h, &payload));
+                assert!(!l01.send_box(&hdr, &payload));
+            }
+        }
         let mut seen = 0;
         assert!(l10
-            .try_recv(&mut |h, p| {
-                assert_eq!(*h, want);
-                assert_eq!(p, payload);
+            .try_recv(&mut |h, _| {
+                assert_eq!(h.seq, 100);
                 seen += 1;
                 Ok(())
             })
