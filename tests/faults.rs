@@ -370,7 +370,17 @@ fn mismatch_case(kind: &str, odd: usize, errh_return: bool) {
 #[test]
 fn mismatched_calls_stop_every_rank_with_both_sides() {
     let _g = serial();
-    for kind in ["count", "dtype", "op", "root", "coll", "large"] {
+    for kind in [
+        "count",
+        "dtype",
+        "op",
+        "root",
+        "coll",
+        "large",
+        "bcastsize",
+        "reducesize",
+        "gathersize",
+    ] {
         mismatch_case(kind, 2, false);
     }
 }
@@ -378,7 +388,7 @@ fn mismatched_calls_stop_every_rank_with_both_sides() {
 #[test]
 fn mismatched_calls_under_errors_return() {
     let _g = serial();
-    for kind in ["count", "coll", "large"] {
+    for kind in ["count", "coll", "large", "bcastsize", "gathersize"] {
         mismatch_case(kind, 2, true);
     }
 }

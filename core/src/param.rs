@@ -68,8 +68,8 @@ pub const ALL: &[Param] = &[
     },
     Param {
         name: "HCOMM_YIELD",
-        default: "100",
-        help: "Microseconds a waiting rank keeps polling after HCOMM_SPIN, giving its core away (sched_yield) between polls, before it sleeps on a futex.",
+        default: "auto",
+        help: "Microseconds a waiting rank keeps polling after HCOMM_SPIN, giving its core away (sched_yield) between polls, before it sleeps on a futex; auto: 100, and 2000 when ranks outnumber cores.",
     },
     Param {
         name: "HCOMM_BIND",

@@ -5,7 +5,8 @@
  *                         60); the test kills or stops a rank from outside ("pid job-id" in
  *                         $FAULT_DIR/pid.<rank>)
  *   fault mismatch KIND R rank R makes a different call from the others, once, then all call
- *                         MPI_Barrier; KIND: count, dtype, op, root, coll, large
+ *                         MPI_Barrier; KIND: count, dtype, op, root, coll, large,
+ *                         bcastsize, reducesize, gathersize (small on one rank, large on the rest)
  *   fault exit R          rank R exits with status 5 right after MPI_Init; the others wait
  *                         in MPI_Recv from their right neighbour (which never sends)
  *   fault init            MPI_Init and MPI_Finalize only (rendezvous tests)
@@ -101,7 +102,17 @@ static void mismatch(const char *kind, int odd) {
             check(MPI_Bcast(ints, 20, MPI_INT, 0, MPI_COMM_WORLD), "MPI_Bcast");
         else
             check(MPI_Allreduce(f, g, 10, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD), "MPI_Allreduce");
-    } else if (!strcmp(kind, "large"))
+    } else if (!strcmp(kind, "bcastsize"))
+        /* One rank on the small-message path (no schedule), the others on the pipeline. */
+        check(MPI_Bcast(ints, me ? 20 : 1 << 20, MPI_INT, 0, MPI_COMM_WORLD), "MPI_Bcast");
+    else if (!strcmp(kind, "reducesize"))
+        check(MPI_Reduce(f, g, me ? 10 : 1 << 20, MPI_FLOAT, MPI_SUM, 0, MPI_COMM_WORLD),
+              "MPI_Reduce");
+    else if (!strcmp(kind, "gathersize"))
+        check(MPI_Allgather(f, me ? 10 : 1 << 18, MPI_FLOAT, g, me ? 10 : 1 << 18, MPI_FLOAT,
+                            MPI_COMM_WORLD),
+              "MPI_Allgather");
+    else if (!strcmp(kind, "large"))
         check(MPI_Allreduce(f, g, me ? 1 << 20 : 1 << 21, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
               "MPI_Allreduce");
     else {
