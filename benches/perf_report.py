@@ -108,6 +108,17 @@ def cell(vals, fmt):
     return "%s (%s–%s)" % (fmt(m), fmt(lo), fmt(hi))
 
 
+def nearest_size(data, np_, coll, want):
+    """The measured size of `coll` at `np_` ranks that stands for `want` bytes: `want` itself,
+    else the largest size within 0.1 % below it (the benchmark rounds a size down to whole
+    elements per rank: 1 MiB of floats at 3 ranks is 1048572 bytes); None when neither ran."""
+    sizes = {k[3] for k in data if k[0] == np_ and k[2] == coll}
+    if want in sizes:
+        return want
+    near = [s for s in sizes if want * 0.999 <= s <= want]
+    return max(near) if near else None
+
+
 def ratio_bw(data, np_, coll, size, impl="hcomm"):
     """median busbw of impl / the larger median busbw of MPICH and Open MPI."""
     mine = data.get((np_, impl, coll, size))
@@ -285,10 +296,12 @@ def results_markdown(data, wrong, runs, metas, svgdir, docdir):
         rows += [("allreduce", 8, "time")]
         md.append("| measure | " + " | ".join(name(i) for i in impls) + " | hcomm / best MPI |")
         md.append("|---|" + "---|" * (len(impls) + 1))
-        for coll, size, kind in rows:
-            if not any((np_, i, coll, size) in data for i in impls):
+        for coll, want, kind in rows:
+            size = nearest_size(data, np_, coll, want)
+            if size is None:
                 continue
-            label = "%s %s %s" % (coll, human(size), "busbw (GB/s)" if kind == "bw" else "time (µs)")
+            shown = human(want) if size == want else "%s (%d B)" % (human(want), size)
+            label = "%s %s %s" % (coll, shown, "busbw (GB/s)" if kind == "bw" else "time (µs)")
             cells = []
             for i in impls:
                 v = data.get((np_, i, coll, size), [])
