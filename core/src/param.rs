@@ -202,6 +202,8 @@ macro_rules! bytes_param {
         pub fn $fn() -> Option<usize> {
             static V: OnceLock<Option<usize>> = OnceLock::new();
             *V.get_or_init(|| match logged($name, raw($name)) {
+                // Spelling out a default of "auto" is the default.
+                Some(s) if s.trim().eq_ignore_ascii_case("auto") => $default,
                 Some(s) => match parse_bytes(&s) {
                     Some(v) => Some(v),
                     None => {

@@ -32,6 +32,8 @@ pub fn bcast(
         && !comm.topology().spans_hosts()
         && algo(nbytes) == Algo::Tree
         && direct::fits(comm, nbytes)
+        // The schedule's tree in one chunk (`HCOMM_CHUNK_SIZE` may cut it smaller).
+        && chunk_elems(dt.extent, count, fragment(comm)?) >= count
     {
         // Latency-bound: the allocation-free tree (the schedule's frames, one chunk).
         let seq = comm.next_seq();

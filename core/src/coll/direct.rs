@@ -41,12 +41,14 @@ pub(super) const MAX_RANKS: usize = 64;
 struct Saved([MaybeUninit<u8>; MAX_BYTES]);
 
 /// Whether a one-shot fold of `nbytes` on `comm` can take the fast path: more than one rank
-/// (at most [`MAX_RANKS`]) and one fragment per message on every link.
+/// (at most [`MAX_RANKS`]), one fragment per message on every link, and no single copy the
+/// schedule would send instead (`HCOMM_CMA=1` with a small `HCOMM_CMA_BYTES`).
 pub(super) fn fits(comm: &Comm, nbytes: usize) -> bool {
     let n = comm.size();
     (2..=MAX_RANKS).contains(&n)
         && nbytes <= MAX_BYTES
         && super::allreduce::fragment(comm).is_ok_and(|f| nbytes <= f)
+        && !crate::engine::unasked_single_copy(nbytes)
 }
 
 /// Runs the one-shot fold of call `seq` (already taken): every rank sends `send` to every
@@ -517,19 +519,21 @@ pub(super) fn relay(
     let vr = (r + n - root) % n;
     let real = |v: usize| (v + root) % n;
     // The parent differs from us in our lowest set bit; the children are vr + 2^k for every
-    // 2^k below that bit (all of them for the root), as in `build_bcast`.
+    // 2^k below that bit (all of them for the root), as in `build_bcast`. Bit k of `children`
+    // stands for the child vr + 2^k: sent to from the highest k down, the largest subtree
+    // first, as the schedule orders them.
     let low = if vr == 0 {
         n.next_power_of_two()
     } else {
         1 << vr.trailing_zeros()
     };
     let mut children = 0u64;
-    let mut mask = 1;
-    while mask < low {
-        if vr + mask < n {
-            children |= 1 << real(vr + mask);
+    let mut k = 0;
+    while 1 << k < low {
+        if vr + (1 << k) < n {
+            children |= 1 << k;
         }
-        mask <<= 1;
+        k += 1;
     }
     let mut hdr = FrameHeader::new(&sig, comm.id, seq, tag(0, 0), comm.ep.rank as u32);
     hdr.set_msg_len(nbytes as u64);
@@ -542,6 +546,8 @@ pub(super) fn relay(
         nbytes,
         parent: (vr != 0).then(|| real(vr - (vr & vr.wrapping_neg()))),
         children,
+        vr,
+        root,
     };
     if let Some(e) = comm.ep.notices().find(comm.id, seq) {
         return Err(e);
@@ -563,8 +569,19 @@ struct Relay<'a> {
     nbytes: usize,
     /// The comm rank we still have to receive the message from.
     parent: Option<usize>,
-    /// Comm ranks we still have to send it to (bit p), once it is here.
+    /// Children we still have to send it to, once it is here: bit k for relative rank
+    /// vr + 2^k.
     children: u64,
+    /// Our rank relative to the root, and the root.
+    vr: usize,
+    root: usize,
+}
+
+impl Relay<'_> {
+    /// The comm rank of the child bit `k` stands for.
+    fn child(&self, k: usize) -> usize {
+        (self.vr + (1 << k) + self.root) % self.comm.size()
+    }
 }
 
 impl Wait for Relay<'_> {
@@ -586,16 +603,17 @@ impl Wait for Relay<'_> {
         if self.parent.is_none() {
             let mut left = self.children;
             while left != 0 {
-                let p = left.trailing_zeros() as usize;
-                left &= left - 1;
+                let k = 63 - left.leading_zeros() as usize;
+                left &= !(1 << k);
                 // SAFETY: `buf` holds the message (ours, or received above), `nbytes` long.
                 let payload = unsafe { slice(self.buf, self.nbytes) };
+                let p = self.child(k);
                 if self
                     .comm
                     .ep
                     .try_send(self.comm.world[p], &self.hdr, payload)?
                 {
-                    self.children &= !(1 << p);
+                    self.children &= !(1 << k);
                     moved = true;
                 }
             }
@@ -620,9 +638,9 @@ impl Wait for Relay<'_> {
         }
         let mut left = self.children;
         while left != 0 {
-            let p = left.trailing_zeros() as usize;
+            let k = left.trailing_zeros() as usize;
             left &= left - 1;
-            out.push(self.comm.world[p]);
+            out.push(self.comm.world[self.child(k)]);
         }
     }
 

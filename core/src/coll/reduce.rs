@@ -69,11 +69,17 @@ pub fn reduce(
     build_reduce(comm, send, recv, count, dt, red, root, sig)?.run()
 }
 
+/// The most ranks whose small reduce on one host is the one-shot: it was measured at 2–4
+/// ranks (docs/PERFORMANCE.md, "Small collectives without schedules"); with more, the root's
+/// n − 1 folds in a row against the tree's log2(n) steps were not measured, so the tree stays.
+const ONESHOT_MAX_RANKS: usize = 8;
+
 /// The algorithm of a reduce of `nbytes` with `red` on more than one rank (every rank
-/// decides alike: size, topology, settings). Small messages on one host: the one-shot — each
-/// rank's one frame straight to the root, one step of latency, where the binomial tree takes
-/// log2(n) steps (measured in docs/PERFORMANCE.md, "Small collectives"); across hosts the
-/// tree (its frames cross the network once per subtree, the one-shot's once per rank).
+/// decides alike: size, topology, settings). Small messages on one host of up to
+/// [`ONESHOT_MAX_RANKS`]: the one-shot — each rank's one frame straight to the root, one step
+/// of latency, where the binomial tree takes log2(n) steps (measured in docs/PERFORMANCE.md,
+/// "Small collectives without schedules"); across hosts the tree (its frames cross the
+/// network once per subtree, the one-shot's once per rank).
 fn algo(comm: &Comm, red: Reduction, nbytes: usize) -> Algo {
     let two_level = red.commutative()
         && comm.topology().spans_hosts()
@@ -82,7 +88,7 @@ fn algo(comm: &Comm, red: Reduction, nbytes: usize) -> Algo {
     if two_level {
         Algo::Hier
     } else if red.commutative() {
-        let small = if comm.topology().spans_hosts() {
+        let small = if comm.topology().spans_hosts() || comm.size() > ONESHOT_MAX_RANKS {
             Algo::Tree
         } else {
             Algo::OneShot

@@ -539,9 +539,10 @@ impl FrameBoxes {
             return false;
         }
         let n = tx.next;
-        if n - tx.taken >= BOXES as u64 {
+        // Wrapping: a taken count past `n` (a corrupt segment) reads as "all full".
+        if n.wrapping_sub(tx.taken) >= BOXES as u64 {
             tx.taken = self.taken().load(Ordering::Acquire);
-            if n - tx.taken >= BOXES as u64 {
+            if n.wrapping_sub(tx.taken) >= BOXES as u64 {
                 return false;
             }
         }
@@ -574,8 +575,9 @@ impl FrameBoxes {
 
     /// The next frame, if it has arrived: its header (`src`: the channel's sender) and
     /// payload, valid until the receiver's cursor moves on ([`FrameBoxes::taken_one`]) —
-    /// `rx` is that cursor, held by the caller.
-    fn peek(&self, rx: &BoxCursor, src: usize) -> Result<Option<(FrameHeader, &[u8])>> {
+    /// `rx` is that cursor, held by the caller. A corrupt frame is passed over (so the link
+    /// stays readable) and reported.
+    fn peek(&self, rx: &mut BoxCursor, src: usize) -> Result<Option<(FrameHeader, &[u8])>> {
         let n = rx.next;
         if self.stamp(n).load(Ordering::Acquire) != (n + 1) as u32 {
             return Ok(None);
@@ -588,6 +590,7 @@ impl FrameBoxes {
             let b = self.line(n);
             let len = (*b).len as usize;
             if len > BOX_PAYLOAD {
+                self.taken_one(rx);
                 return Err(Error::other(format!(
                     "corrupt shared-memory frame: {len} byte payload in a {BOX_PAYLOAD} byte box"
                 )));
@@ -649,8 +652,13 @@ impl ShmLink {
         visit: &mut dyn FnMut(&FrameHeader, &[u8]) -> Result<()>,
     ) -> Result<bool> {
         let b = FrameBoxes::of(self.mine.channel(self.peer_rank));
-        if let Some(mut rx) = self.box_rx.try_lock() {
-            if let Some((hdr, payload)) = b.peek(&rx, self.peer_rank)? {
+        {
+            // Waits for a thread of ours that is taking a box frame (`take_box`, which holds
+            // the cursor only while it visits one frame): skipping the boxes then could leave
+            // the frame behind that one unseen by a caller about to sleep, whose doorbell
+            // was rung before it began to.
+            let mut rx = self.box_rx.lock();
+            if let Some((hdr, payload)) = b.peek(&mut rx, self.peer_rank)? {
                 let res = visit(&hdr, payload);
                 b.taken_one(&mut rx);
                 return res.map(|_| true);
@@ -758,7 +766,7 @@ impl ShmLink {
         let Some(mut rx) = self.box_rx.try_lock() else {
             return Ok(false);
         };
-        let Some((hdr, payload)) = b.peek(&rx, self.peer_rank)? else {
+        let Some((hdr, payload)) = b.peek(&mut rx, self.peer_rank)? else {
             return Ok(false);
         };
         match want(&hdr) {
