@@ -1021,6 +1021,109 @@ mod tests {
         );
     }
 
+    /// Two threads of the receiving process at the same link — one taking box frames, one
+    /// draining the link — while the sender posts to the boxes and, when they are full, to the
+    /// ring: every frame arrives exactly once, whole.
+    #[test]
+    fn two_receiving_threads_share_the_boxes() {
+        use std::sync::atomic::AtomicBool;
+        let g = Geometry {
+            nranks: 2,
+            slots: 4,
+            slot_bytes: 4096,
+        };
+        let names = [0, 1].map(|r| format!("hcomm-test{}-boxmt{r}", std::process::id()));
+        let segs = names
+            .clone()
+            .map(|n| Arc::new(Segment::create(&n, g).unwrap()));
+        for n in &names {
+            Segment::unlink(n);
+        }
+        let l01 = ShmLink::new(segs[0].clone(), segs[1].clone(), 0, 1, None, false);
+        let l10 = Arc::new(ShmLink::new(
+            segs[1].clone(),
+            segs[0].clone(),
+            1,
+            0,
+            None,
+            false,
+        ));
+        let sig = crate::frame::Signature {
+            kind: crate::frame::Kind::Allreduce,
+            count: 2,
+            root: -1,
+            dtype: 7,
+            op: 3,
+        };
+        const FRAMES: u64 = 20_000;
+        let got = Arc::new(parking_lot::Mutex::new(Vec::<u64>::new()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        let readers: Vec<_> = (0..2)
+            .map(|t| {
+                let (l10, got, stop) = (l10.clone(), got.clone(), stop.clone());
+                std::thread::spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        assert!(std::time::Instant::now() < deadline, "frames lost");
+                        let mut mine = Vec::new();
+                        if t == 0 {
+                            l10.take_box(&mut |_| Ok(true), &mut |h, p| {
+                                assert_eq!(p, &h.seq.to_le_bytes());
+                                mine.push(h.seq);
+                                Ok(false)
+                            })
+                            .unwrap();
+                        } else {
+                            l10.try_recv(&mut |h, p| {
+                                assert_eq!(p, &h.seq.to_le_bytes());
+                                mine.push(h.seq);
+                                Ok(())
+                            })
+                            .unwrap();
+                        }
+                        if !mine.is_empty() {
+                            got.lock().extend(mine);
+                        }
+                    }
+                })
+            })
+            .collect();
+        let mut boxed = Vec::new();
+        for k in 0..FRAMES {
+            let mut hdr = FrameHeader::new(&sig, 42, k, 5, 0);
+            hdr.set_msg_len(8);
+            let payload = k.to_le_bytes();
+            loop {
+                assert!(std::time::Instant::now() < deadline, "sender stuck");
+                if l01.send_box(&hdr, &payload) {
+                    boxed.push(k);
+                    break;
+                }
+                if l01.try_send(&hdr, &payload).unwrap() {
+                    break;
+                }
+                std::thread::yield_now();
+            }
+        }
+        while got.lock().len() < FRAMES as usize {
+            assert!(std::time::Instant::now() < deadline, "frames lost");
+            std::thread::yield_now();
+        }
+        stop.store(true, Ordering::Relaxed);
+        for r in readers {
+            r.join().unwrap();
+        }
+        let got = got.lock();
+        let mut seqs = got.clone();
+        seqs.sort_unstable();
+        assert_eq!(
+            seqs,
+            (0..FRAMES).collect::<Vec<_>>(),
+            "each frame exactly once"
+        );
+        assert!(!boxed.is_empty(), "no frame went through the boxes");
+    }
+
     #[test]
     fn small_collective_frames_travel_in_the_box() {
         let g = Geometry {
