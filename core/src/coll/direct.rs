@@ -79,13 +79,7 @@ pub(super) fn oneshot(
         sig,
         saved.as_mut_ptr().cast(),
     );
-    if let Some(e) = comm.ep.notices().find(comm.id, seq) {
-        return Err(e);
-    }
-    match drive(&comm.ep, &mut w) {
-        Ok(()) => Ok(()),
-        Err(e) => Err(w.failed(e)),
-    }
+    run(comm, seq, &mut w)
 }
 
 /// Runs the one-shot reduce-scatter of call `seq` (already taken) of equal blocks of `count`
@@ -125,12 +119,7 @@ pub(super) fn oneshot_scatter(
     );
     w.stride = blk;
     w.own = send.wrapping_add(r * blk);
-    if let Some(e) = comm.ep.notices().find(comm.id, seq) {
-        return Err(e);
-    }
-    if let Err(e) = drive(&comm.ep, &mut w) {
-        return Err(w.failed(e));
-    }
+    run(comm, seq, &mut w)?;
     if blk > 0 {
         // SAFETY: `out` holds the folded block (`blk` <= MAX_BYTES bytes of the stack
         // buffer); `recv` is valid for `blk` bytes (the ABI layer checked it) and no send
@@ -298,10 +287,7 @@ impl OneShot<'_> {
     /// Sends to every pending peer whose channel has room; whether any frame went.
     fn send(&mut self) -> Result<bool> {
         let mut moved = false;
-        let mut left = self.pending;
-        while left != 0 {
-            let p = left.trailing_zeros() as usize;
-            left &= left - 1;
+        for p in bits(self.pending) {
             // SAFETY: `mine + p × stride` is valid for `nbytes` (the caller's buffer or our
             // stack copy; the caller's contract).
             let payload = unsafe { slice(self.mine.wrapping_add(p * self.stride), self.nbytes) };
@@ -369,6 +355,39 @@ impl OneShot<'_> {
     fn failed(&mut self, e: Error) -> Error {
         call_failed(self.comm, self.seq, e)
     }
+}
+
+/// Drives call `seq`'s state machine `w` to completion (a failure already noticed for the
+/// call ends it at once); a failure is told to the other members ([`call_failed`]).
+fn run(comm: &Comm, seq: u64, w: &mut impl Wait) -> Result<()> {
+    if let Some(e) = comm.ep.notices().find(comm.id, seq) {
+        return Err(e);
+    }
+    drive(&comm.ep, w).map_err(|e| call_failed(comm, seq, e))
+}
+
+/// The set bits of `mask`, lowest first.
+fn bits(mask: u64) -> impl Iterator<Item = usize> {
+    let mut left = mask;
+    std::iter::from_fn(move || {
+        (left != 0).then(|| {
+            let b = left.trailing_zeros() as usize;
+            left &= left - 1;
+            b
+        })
+    })
+}
+
+/// The set bits of `mask`, highest first.
+fn bits_high_first(mask: u64) -> impl Iterator<Item = usize> {
+    let mut left = mask;
+    std::iter::from_fn(move || {
+        (left != 0).then(|| {
+            let b = 63 - left.leading_zeros() as usize;
+            left &= !(1 << b);
+            b
+        })
+    })
 }
 
 /// Takes rank `j`'s whole message of call `seq` (tag 0, `len` bytes in one frame) if it has
@@ -482,12 +501,7 @@ impl Wait for OneShot<'_> {
     }
 
     fn blocked_on(&self, out: &mut Vec<usize>) {
-        let mut left = self.pending;
-        while left != 0 {
-            let p = left.trailing_zeros() as usize;
-            left &= left - 1;
-            out.push(self.comm.world[p]);
-        }
+        out.extend(bits(self.pending).map(|p| self.comm.world[p]));
         if self.next < self.comm.size() && self.next != self.comm.rank {
             let w = self.comm.world[self.next];
             if !out.contains(&w) {
@@ -549,13 +563,7 @@ pub(super) fn relay(
         vr,
         root,
     };
-    if let Some(e) = comm.ep.notices().find(comm.id, seq) {
-        return Err(e);
-    }
-    match drive(&comm.ep, &mut w) {
-        Ok(()) => Ok(()),
-        Err(e) => Err(call_failed(comm, seq, e)),
-    }
+    run(comm, seq, &mut w)
 }
 
 /// The state of one fast broadcast ([`relay`]).
@@ -601,10 +609,7 @@ impl Wait for Relay<'_> {
             }
         }
         if self.parent.is_none() {
-            let mut left = self.children;
-            while left != 0 {
-                let k = 63 - left.leading_zeros() as usize;
-                left &= !(1 << k);
+            for k in bits_high_first(self.children) {
                 // SAFETY: `buf` holds the message (ours, or received above), `nbytes` long.
                 let payload = unsafe { slice(self.buf, self.nbytes) };
                 let p = self.child(k);
@@ -636,12 +641,7 @@ impl Wait for Relay<'_> {
             out.push(self.comm.world[p]);
             return;
         }
-        let mut left = self.children;
-        while left != 0 {
-            let k = left.trailing_zeros() as usize;
-            left &= left - 1;
-            out.push(self.comm.world[self.child(k)]);
-        }
+        out.extend(bits(self.children).map(|k| self.comm.world[self.child(k)]));
     }
 
     fn noticed(&self) -> Option<Error> {
@@ -676,13 +676,7 @@ pub(super) fn gather(
         to_send: others,
         to_take: others,
     };
-    if let Some(e) = comm.ep.notices().find(comm.id, seq) {
-        return Err(e);
-    }
-    match drive(&comm.ep, &mut w) {
-        Ok(()) => Ok(()),
-        Err(e) => Err(call_failed(comm, seq, e)),
-    }
+    run(comm, seq, &mut w)
 }
 
 /// The state of one fast allgather ([`gather`]).
@@ -704,10 +698,7 @@ impl Wait for Gather<'_> {
     fn poll(&mut self, last: bool) -> Result<Step> {
         let (r, blk, recv) = (self.comm.rank, self.blk, self.recv);
         let mut moved = false;
-        let mut left = self.to_send;
-        while left != 0 {
-            let p = left.trailing_zeros() as usize;
-            left &= left - 1;
+        for p in bits(self.to_send) {
             // SAFETY: our block lies at recv + r × blk, `blk` bytes (the caller put it there;
             // the ABI layer checked the buffer); no arriving block is written over it.
             let payload = unsafe { slice(recv.wrapping_add(r * blk), blk) };
@@ -720,10 +711,7 @@ impl Wait for Gather<'_> {
                 moved = true;
             }
         }
-        let mut left = self.to_take;
-        while left != 0 {
-            let j = left.trailing_zeros() as usize;
-            left &= left - 1;
+        for j in bits(self.to_take) {
             let at = recv.wrapping_add(j * blk);
             if take_whole(self.comm, self.seq, &self.sig, j, blk, |payload| {
                 if blk > 0 {
@@ -750,12 +738,7 @@ impl Wait for Gather<'_> {
     }
 
     fn blocked_on(&self, out: &mut Vec<usize>) {
-        let mut left = self.to_send | self.to_take;
-        while left != 0 {
-            let p = left.trailing_zeros() as usize;
-            left &= left - 1;
-            out.push(self.comm.world[p]);
-        }
+        out.extend(bits(self.to_send | self.to_take).map(|p| self.comm.world[p]));
     }
 
     fn noticed(&self) -> Option<Error> {

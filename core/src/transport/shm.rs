@@ -1021,40 +1021,46 @@ mod tests {
         );
     }
 
-    /// Two threads of the receiving process at the same link — one taking box frames, one
-    /// draining the link — while the sender posts to the boxes and, when they are full, to the
-    /// ring: every frame arrives exactly once, whole.
-    #[test]
-    fn two_receiving_threads_share_the_boxes() {
-        use std::sync::atomic::AtomicBool;
+    /// Links 0 → 1 and 1 → 0 between two fresh, already unlinked segments of `slots` slots of
+    /// 4 KiB (`tag` names them apart from other tests').
+    fn link_pair(tag: &str, slots: usize) -> (ShmLink, ShmLink) {
         let g = Geometry {
             nranks: 2,
-            slots: 4,
+            slots,
             slot_bytes: 4096,
         };
-        let names = [0, 1].map(|r| format!("hcomm-test{}-boxmt{r}", std::process::id()));
+        let names = [0, 1].map(|r| format!("hcomm-test{}-{tag}{r}", std::process::id()));
         let segs = names
             .clone()
             .map(|n| Arc::new(Segment::create(&n, g).unwrap()));
         for n in &names {
             Segment::unlink(n);
         }
-        let l01 = ShmLink::new(segs[0].clone(), segs[1].clone(), 0, 1, None, false);
-        let l10 = Arc::new(ShmLink::new(
-            segs[1].clone(),
-            segs[0].clone(),
-            1,
-            0,
-            None,
-            false,
-        ));
-        let sig = crate::frame::Signature {
+        (
+            ShmLink::new(segs[0].clone(), segs[1].clone(), 0, 1, None, false),
+            ShmLink::new(segs[1].clone(), segs[0].clone(), 1, 0, None, false),
+        )
+    }
+
+    fn allreduce_sig() -> crate::frame::Signature {
+        crate::frame::Signature {
             kind: crate::frame::Kind::Allreduce,
             count: 2,
             root: -1,
             dtype: 7,
             op: 3,
-        };
+        }
+    }
+
+    /// Two threads of the receiving process at the same link — one taking box frames, one
+    /// draining the link — while the sender posts to the boxes and, when they are full, to the
+    /// ring: every frame arrives exactly once, whole.
+    #[test]
+    fn two_receiving_threads_share_the_boxes() {
+        use std::sync::atomic::AtomicBool;
+        let (l01, l10) = link_pair("boxmt", 4);
+        let l10 = Arc::new(l10);
+        let sig = allreduce_sig();
         const FRAMES: u64 = 20_000;
         let got = Arc::new(parking_lot::Mutex::new(Vec::<u64>::new()));
         let stop = Arc::new(AtomicBool::new(false));
@@ -1126,27 +1132,8 @@ mod tests {
 
     #[test]
     fn small_collective_frames_travel_in_the_box() {
-        let g = Geometry {
-            nranks: 2,
-            slots: 2,
-            slot_bytes: 4096,
-        };
-        let names = [0, 1].map(|r| format!("hcomm-test{}-box{r}", std::process::id()));
-        let segs = names
-            .clone()
-            .map(|n| Arc::new(Segment::create(&n, g).unwrap()));
-        for n in &names {
-            Segment::unlink(n);
-        }
-        let l01 = ShmLink::new(segs[0].clone(), segs[1].clone(), 0, 1, None, false);
-        let l10 = ShmLink::new(segs[1].clone(), segs[0].clone(), 1, 0, None, false);
-        let sig = crate::frame::Signature {
-            kind: crate::frame::Kind::Allreduce,
-            count: 2,
-            root: -1,
-            dtype: 7,
-            op: 3,
-        };
+        let (l01, l10) = link_pair("box", 2);
+        let sig = allreduce_sig();
         let mut hdr = FrameHeader::new(&sig, 42, 9, 5, 0);
         let payload = [1u8, 2, 3, 4, 5, 6, 7, 8];
         hdr.set_msg_len(payload.len() as u64);
