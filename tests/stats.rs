@@ -229,7 +229,7 @@ fn nonblocking_calls_are_counted_under_their_own_names() {
                 })
                 .collect();
             // Every key is one of these (nonblocking ones have no `_forwarded`).
-            assert_eq!(kv.len(), 1 + 7 * 2 + 2 + 7, "{l}");
+            assert_eq!(kv.len(), 1 + 7 * 2 + 2 + 7 + 2, "{l}");
             for (name, calls) in NB_CALLS {
                 let got = kv.get(format!("{name}_handled").as_str());
                 assert_eq!(got, Some(&calls), "{name}_handled ({progress}): {l}");

@@ -273,6 +273,41 @@ impl Endpoint {
         Ok(res)
     }
 
+    /// Whether sends to `peer` can go through this process's fan-out stage.
+    pub fn stages(&self, peer: usize) -> bool {
+        self.link(peer).is_ok_and(|l| l.stages())
+    }
+
+    /// A free stage piece for a fragment `readers` peers will read, taken through `peer`'s
+    /// link (every staging link shares the one stage); `None`: none free now.
+    pub fn stage_take(&self, peer: usize, readers: u32) -> Result<Option<(u32, *mut u8)>> {
+        Ok(self.link(peer)?.stage_take(readers))
+    }
+
+    /// `k` readers of stage `piece` will never be sent it.
+    pub fn stage_release(&self, peer: usize, piece: u32, k: u32) {
+        if let Ok(l) = self.link(peer) {
+            l.stage_release(piece, k);
+        }
+    }
+
+    /// Posts the staged fragment (`len` bytes in `piece`) to `peer`; counted as `len` bytes
+    /// sent, like the copy it stands for. `Ok(false)`: the link is full.
+    pub fn try_send_staged(
+        &self,
+        peer: usize,
+        hdr: &FrameHeader,
+        piece: u32,
+        len: usize,
+    ) -> Result<bool> {
+        let link = self.link(peer)?;
+        let sent = link.try_send_staged(hdr, piece, len)?;
+        if sent {
+            crate::transport::count_sent(link.name(), len);
+        }
+        Ok(sent)
+    }
+
     /// Whether `peer` has read single-copy message `ticket` (the sender may reuse the buffer).
     pub fn cma_done(&self, peer: usize, ticket: u64) -> Result<bool> {
         Ok(self.link(peer)?.cma_done(ticket))
@@ -651,6 +686,11 @@ impl Endpoint {
         let mut pending: Vec<usize> = to.iter().copied().filter(|&p| p != self.rank).collect();
         crate::health::retry_for(crate::health::NOTICE_PATIENCE, || {
             pending.retain(|&p| {
+                // A peer whose process has ended reads nothing more: its channel may be full
+                // for good (a fan-out posts to every peer at once).
+                if self.peers.get(p).is_some_and(|m| m.is_gone()) {
+                    return false;
+                }
                 let Ok(max) = self.max_payload(p) else {
                     return false;
                 };

@@ -63,6 +63,8 @@ enum Task {
         /// Where the bytes are also copied as they leave (null: nowhere), see
         /// [`Schedule::send_mirrored`].
         mirror: *mut u8,
+        /// The fan-out group this send is a member of ([`Schedule::fanout`]), or `NONE`.
+        group: u32,
     },
     Recv {
         peer: usize,
@@ -91,6 +93,24 @@ enum Task {
         count: usize,
     },
 }
+
+/// Sends of one buffer to several peers through this process's fan-out stage
+/// ([`Schedule::fanout`]): each fragment is copied into a stage piece once, by the first member
+/// to send it, and the other members post the same piece.
+#[derive(Debug)]
+struct Fanout {
+    /// Members (sends to peers whose link stages).
+    members: u32,
+    /// A member's peer (world rank): the stage is taken and released through its link.
+    via: usize,
+    /// Per fragment: the stage piece that holds it (`NONE`: none yet) and how many members
+    /// have sent it (staged or not). A piece is taken for the members yet to send it.
+    frags: Vec<(u32, u32)>,
+}
+
+/// Fragments smaller than this go through the slots even in a fan-out group: the stage's
+/// bookkeeping would cost more than the copies it saves.
+const STAGE_MIN_BYTES: usize = 4096;
 
 struct Entry {
     task: Task,
@@ -150,6 +170,7 @@ struct Vectors {
     keep: Vec<crate::scratch::Scratch>,
     /// Copies made once every task is complete (`dst`, `src`, bytes).
     at_end: Vec<(*mut u8, *const u8, usize)>,
+    fanouts: Vec<Fanout>,
 }
 
 impl Vectors {
@@ -166,6 +187,7 @@ impl Vectors {
         self.send_busy.clear();
         self.recv_busy.clear();
         self.at_end.clear();
+        self.fanouts.clear();
     }
 }
 
@@ -273,9 +295,48 @@ impl<'a> Schedule<'a> {
                 started: false,
                 ticket: None,
                 mirror,
+                group: NONE,
             },
             deps,
         )
+    }
+
+    /// A new fan-out group: the sends added to it with [`Schedule::send_fanout`] carry the
+    /// same bytes to several peers, and go through this process's stage to the peers whose
+    /// links have one — copied once for all of them, not once per peer.
+    pub fn fanout(&mut self) -> u32 {
+        self.v.fanouts.push(Fanout {
+            members: 0,
+            via: usize::MAX,
+            frags: Vec::new(),
+        });
+        self.v.fanouts.len() as u32 - 1
+    }
+
+    /// [`Schedule::send_mirrored`] as a member of fan-out `group`: every member sends the same
+    /// `len` bytes at `buf` (to a peer of its own; give one of them the mirror, if any).
+    #[allow(clippy::too_many_arguments)]
+    pub fn send_fanout(
+        &mut self,
+        group: u32,
+        peer: usize,
+        tag: u32,
+        buf: *const u8,
+        len: usize,
+        mirror: *mut u8,
+        deps: &[Option<TaskId>],
+    ) -> TaskId {
+        let id = self.send_mirrored(peer, tag, buf, len, mirror, deps);
+        let world_peer = self.ctx.world[peer];
+        if self.ctx.ep.stages(world_peer) {
+            let fan = &mut self.v.fanouts[group as usize];
+            fan.members += 1;
+            fan.via = world_peer;
+            if let Task::Send { group: g, .. } = &mut self.v.tasks[id.0 as usize].task {
+                *g = group;
+            }
+        }
+        id
     }
 
     /// Receives `len` bytes from comm rank `peer` into `dst`, folding as `fold` says.
@@ -544,6 +605,7 @@ impl<'a> Schedule<'a> {
                 started,
                 ticket,
                 mirror,
+                group,
             } => {
                 let world_peer = ctx.world[*peer];
                 if let Some(t) = *ticket {
@@ -592,7 +654,45 @@ impl<'a> Schedule<'a> {
                         // SAFETY: buf..buf+len is a live range of the caller's buffer or scratch.
                         unsafe { std::slice::from_raw_parts(buf.add(*done), n) }
                     };
-                    if !ctx.ep.try_send(world_peer, &hdr, payload)? {
+                    let sent = if *group != NONE && n >= STAGE_MIN_BYTES {
+                        let fan = &mut self.v.fanouts[*group as usize];
+                        let f = *done / max;
+                        if fan.frags.len() <= f {
+                            fan.frags.resize(len.div_ceil(max), (NONE, 0));
+                        }
+                        let (piece, sent_by) = &mut fan.frags[f];
+                        if *piece == NONE {
+                            if let Some((p, at)) =
+                                ctx.ep.stage_take(world_peer, fan.members - *sent_by)?
+                            {
+                                // SAFETY: the piece holds slot_bytes >= max >= n bytes and is
+                                // ours until its readers have read it; `payload` is the
+                                // caller's buffer, not shared memory.
+                                unsafe { std::ptr::copy_nonoverlapping(payload.as_ptr(), at, n) };
+                                *piece = p;
+                                crate::transport::BYTES_STAGED
+                                    .fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
+                            }
+                        }
+                        let sent = if *piece != NONE {
+                            ctx.ep.try_send_staged(world_peer, &hdr, *piece, n)?
+                        } else {
+                            // No free piece: this member's copy goes through the slots.
+                            let sent = ctx.ep.try_send(world_peer, &hdr, payload)?;
+                            if sent {
+                                crate::transport::STAGE_FULL
+                                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            }
+                            sent
+                        };
+                        if sent {
+                            *sent_by += 1;
+                        }
+                        sent
+                    } else {
+                        ctx.ep.try_send(world_peer, &hdr, payload)?
+                    };
+                    if !sent {
                         break;
                     }
                     if !mirror.is_null() && n > 0 {
@@ -1037,8 +1137,19 @@ unsafe fn apply(fold: Fold, dst: *mut u8, payload: &[u8], offset: usize, extent:
 }
 
 impl Drop for Schedule<'_> {
-    /// Returns the (emptied) vectors to this thread's pool.
+    /// Gives back the stage pieces members of a fan-out will never send (a schedule that
+    /// failed, or was dropped unfinished), then returns the (emptied) vectors to this thread's
+    /// pool.
     fn drop(&mut self) {
+        for fan in &self.v.fanouts {
+            for &(piece, sent_by) in &fan.frags {
+                if piece != NONE && sent_by < fan.members {
+                    self.ctx
+                        .ep
+                        .stage_release(fan.via, piece, fan.members - sent_by);
+                }
+            }
+        }
         if self.v.tasks.capacity() > SPARE_MAX_TASKS {
             return;
         }

@@ -40,6 +40,10 @@ pub const FLAG_CMA: u32 = 1;
 pub const FLAG_SYNC: u32 = 2;
 /// `flags`: an acknowledgement of the synchronous message (`comm_id`, `seq`) (no payload).
 pub const FLAG_SYNC_ACK: u32 = 4;
+/// `flags` of a shared-memory control frame that stands for a fragment in a piece of the
+/// sender's fan-out stage (`transport::shm`). Only the two ends of the link see it: the
+/// receiving link hands the fragment on without it.
+pub const FLAG_STAGED: u32 = 8;
 
 /// "HC" little-endian.
 pub const MAGIC: u16 = 0x4348;

@@ -47,6 +47,11 @@ pub const ALL: &[Param] = &[
         help: "Payload bytes per shared-memory slot: the largest fragment the shm transport moves at once.",
     },
     Param {
+        name: "HCOMM_SHM_STAGE",
+        default: "auto",
+        help: "Pieces (of HCOMM_SHM_SLOT_BYTES each) of a rank's fan-out stage, where a message going to several local peers is copied once for all of them; auto is twice HCOMM_SHM_SLOTS, 0 turns the fan-out off.",
+    },
+    Param {
         name: "HCOMM_CMA",
         default: "auto",
         help: "Single copy between ranks of one host (process_vm_readv: the receiver reads a message straight out of the sender's memory instead of both copying it through the shared-memory slots). auto: as copies where a kernel read measured faster than two copies through a slot at setup (once per process, about 1 ms; INFO prints both rates), else none; copies: the allgather and allgatherv rings' blocks of 128 KiB and more (one read per block, at most 1 MiB) and a 2-rank bcast of 128-512 KiB (docs/PERFORMANCE.md); 1: every message of at least HCOMM_CMA_BYTES; 0: never (no probe). Where the kernel refuses it (ptrace scope, seccomp, another user), ranks copy through the slots and INFO says why.",
@@ -228,6 +233,7 @@ bytes_param!(chunk_size, "HCOMM_CHUNK_SIZE", None);
 bytes_param!(small_bytes, "HCOMM_SMALL_BYTES", Some(16 << 10));
 bytes_param!(shm_slots, "HCOMM_SHM_SLOTS", Some(8));
 bytes_param!(shm_slot_bytes, "HCOMM_SHM_SLOT_BYTES", Some(128 << 10));
+bytes_param!(shm_stage, "HCOMM_SHM_STAGE", None);
 bytes_param!(cma_bytes, "HCOMM_CMA_BYTES", None);
 bytes_param!(scratch_cache, "HCOMM_SCRATCH_CACHE", Some(256 << 20));
 bytes_param!(spin, "HCOMM_SPIN", None);

@@ -134,6 +134,7 @@ pub fn format_line(
     nb: &[(Coll, u64)],
     shm: u64,
     tcp: u64,
+    stage: (u64, u64),
 ) -> String {
     let mut s = format!("hcomm-stats rank={rank}");
     for (c, h, f) in counts {
@@ -143,6 +144,7 @@ pub fn format_line(
     for (c, h) in nb {
         let _ = write!(s, " {}_handled={h}", c.nb_name());
     }
+    let _ = write!(s, " bytes_staged={} stage_full={}", stage.0, stage.1);
     s
 }
 
@@ -154,6 +156,10 @@ pub fn line(rank: i32) -> String {
         &snapshot_nb(),
         crate::transport::BYTES_SHM.load(Ordering::Relaxed),
         crate::transport::BYTES_TCP.load(Ordering::Relaxed),
+        (
+            crate::transport::BYTES_STAGED.load(Ordering::Relaxed),
+            crate::transport::STAGE_FULL.load(Ordering::Relaxed),
+        ),
     )
 }
 
@@ -528,18 +534,18 @@ mod tests {
     fn line_has_every_key_once() {
         let counts = Coll::ALL.map(|c| (c, 0, c as u64 + 1));
         let nb = Coll::ALL.map(|c| (c, 10 + c as u64));
-        let l = format_line(2, &counts, &nb, 5, 0);
+        let l = format_line(2, &counts, &nb, 5, 0, (7, 1));
         assert!(l.starts_with("hcomm-stats rank=2 allreduce_handled=0 allreduce_forwarded=1 "));
         assert!(l.contains(" reduce_scatter_forwarded=4 reduce_scatter_block_handled=0 "));
         assert!(l.contains(" barrier_forwarded=7 bytes_shm=5 bytes_tcp=0 iallreduce_handled=10 "));
         assert!(l.contains(" ireduce_scatter_handled=13 ireduce_scatter_block_handled=14 "));
-        assert!(l.ends_with(" ireduce_handled=15 ibarrier_handled=16"));
+        assert!(l.ends_with(" ireduce_handled=15 ibarrier_handled=16 bytes_staged=7 stage_full=1"));
         let keys: Vec<&str> = l
             .split_whitespace()
             .skip(1)
             .map(|kv| kv.split('=').next().unwrap())
             .collect();
-        assert_eq!(keys.len(), 1 + 2 * 7 + 2 + 7);
+        assert_eq!(keys.len(), 1 + 2 * 7 + 2 + 7 + 2);
         let mut dedup = keys.clone();
         dedup.sort();
         dedup.dedup();

@@ -144,8 +144,9 @@ fn space(path: &str) -> Option<(u64, u64)> {
 fn check_shm(r: &mut Report, n: usize) {
     let slots = hcomm_core::param::shm_slots().unwrap_or(8) as u64;
     let slot_bytes = hcomm_core::param::shm_slot_bytes().unwrap_or(128 << 10) as u64;
-    // One channel per ordered pair of ranks on the host.
-    let need = (n * (n - 1)) as u64 * slots * slot_bytes;
+    let stage = hcomm_core::transport::shm::stage_pieces() as u64;
+    // One channel per ordered pair of ranks on the host, and one fan-out stage per rank.
+    let need = (n * (n - 1)) as u64 * slots * slot_bytes + n as u64 * stage * slot_bytes;
     match space("/dev/shm") {
         None => {
             r.line(
@@ -157,12 +158,13 @@ fn check_shm(r: &mut Report, n: usize) {
         }
         Some((total, free)) => {
             let text = format!(
-                "{} MiB free of {} MiB; {n} ranks need about {} MiB ({} slots x {} KiB per ordered pair)",
+                "{} MiB free of {} MiB; {n} ranks need about {} MiB ({} slots x {} KiB per ordered pair, {} per rank's stage)",
                 free / MIB,
                 total / MIB,
                 need.div_ceil(MIB),
                 slots,
-                slot_bytes >> 10
+                slot_bytes >> 10,
+                stage
             );
             if free < need {
                 r.line(

@@ -3,13 +3,18 @@
 //! Large messages: ring — in step s each rank forwards to its right neighbour the block it
 //! received in step s−1 (its own block first), pipelined in chunks; n−1 steps.
 //! Small messages: one-shot — every rank sends its block straight to every other rank.
+//! Large messages on one host, 3 ranks or more: the one-shot as a fan-out
+//! ([`crate::engine::Schedule::fanout`]): each rank copies its block once into its stage and
+//! every other rank copies it out from there — n copies of a block in all (one more for the
+//! owner's own place in the output), where the ring makes 2(n−1) + 1 (docs/PERFORMANCE.md,
+//! "Fan-out").
 
 use super::allreduce::{copy_if_needed, copy_ring_fragment};
 use super::direct;
 use super::hier;
 use super::ring::Ring;
 use super::select::{choose, forced_levels, Algo};
-use super::{chunk_elems, even_blocks, tag};
+use super::{chunk_elems, even_blocks, fans_out, tag};
 use crate::comm::Comm;
 use crate::datatype::Datatype;
 use crate::engine::{Fold, Schedule};
@@ -81,12 +86,17 @@ fn algo(comm: &Comm, total: usize) -> Algo {
     if two_level {
         Algo::Hier
     } else {
+        let large = if fans_out(comm) {
+            Algo::OneShot
+        } else {
+            Algo::Ring
+        };
         choose(
             "allgather",
             total,
             &[Algo::Ring, Algo::OneShot],
             Algo::OneShot,
-            Algo::Ring,
+            large,
         )
     }
 }
@@ -148,9 +158,18 @@ fn build_allgather_as<'c>(
             ring.allgather(&mut s, recv, r, src, &[], 0);
         }
         _ => {
-            copy_if_needed(send, own, blk);
-            for p in (0..n).filter(|&p| p != r) {
-                s.send(p, tag(0, 0), own, blk, &[]);
+            // The own block leaves from the send buffer and reaches its place in `recv` as
+            // the first send's mirror, while in cache (as in the ring). Every send is one
+            // fan-out member: the block is copied to the stage once for all peers.
+            let in_place = std::ptr::eq(send, own);
+            let g = s.fanout();
+            for (i, p) in (1..n).map(|d| (r + d) % n).enumerate() {
+                let mirror = if i == 0 && !in_place {
+                    own
+                } else {
+                    std::ptr::null_mut()
+                };
+                s.send_fanout(g, p, tag(0, 0), send, blk, mirror, &[]);
             }
             for p in (0..n).filter(|&p| p != r) {
                 s.recv(

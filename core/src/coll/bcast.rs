@@ -6,12 +6,16 @@
 //! the rank that differs in its lowest set bit and forwards to ranks above it; log2(n) hops.
 //! `pipeline` (large messages): a chain root → root+1 → … → root−1; every rank receives and sends
 //! each byte once, so bandwidth is that of one link regardless of n.
+//! `oneshot` (large messages, one host, 3 ranks or more): the root sends to every rank as one
+//! fan-out ([`crate::engine::Schedule::fanout`]): it copies each fragment once into its stage,
+//! and every rank copies it out from there — n copies of the message in all, where the chain
+//! makes 2(n−1) (docs/PERFORMANCE.md, "Fan-out").
 
 use super::allreduce::fragment;
 use super::direct;
 use super::hier;
 use super::select::{choose, forced_levels, Algo};
-use super::{chunk_elems, chunks, tag};
+use super::{chunk_elems, chunks, fans_out, tag};
 use crate::comm::Comm;
 use crate::datatype::Datatype;
 use crate::engine::{Fold, Schedule};
@@ -30,7 +34,7 @@ pub fn bcast(
     let nbytes = count * dt.extent;
     if n > 1
         && !comm.topology().spans_hosts()
-        && algo(nbytes) == Algo::Tree
+        && algo(comm, nbytes) == Algo::Tree
         && direct::fits(comm, nbytes)
         // The schedule's tree in one chunk (`HCOMM_CHUNK_SIZE` may cut it smaller).
         && chunk_elems(dt.extent, count, fragment(comm)?) >= count
@@ -43,15 +47,16 @@ pub fn bcast(
     build_bcast(comm, buf, count, dt, root, sig)?.run()
 }
 
-/// The one-host algorithm for `nbytes` (every rank decides alike: size and settings).
-fn algo(nbytes: usize) -> Algo {
-    choose(
-        "bcast",
-        nbytes,
-        &[Algo::Tree, Algo::Pipeline],
-        Algo::Tree,
-        Algo::Pipeline,
-    )
+/// The one-host algorithm for `nbytes` (every rank decides alike: size, topology, settings).
+fn algo(comm: &Comm, nbytes: usize) -> Algo {
+    let fan = fans_out(comm);
+    let large = if fan { Algo::OneShot } else { Algo::Pipeline };
+    let available: &[Algo] = if fan {
+        &[Algo::Tree, Algo::Pipeline, Algo::OneShot]
+    } else {
+        &[Algo::Tree, Algo::Pipeline]
+    };
+    choose("bcast", nbytes, available, Algo::Tree, large)
 }
 
 /// The schedule of [`bcast`], built (call number taken) but not run.
@@ -70,7 +75,7 @@ pub fn build_bcast<'c>(
         comm.note_algo(Kind::Bcast, Algo::Local, nbytes);
         return Ok(Schedule::new(comm.ctx(sig, seq, dt.extent)));
     }
-    let algo = algo(nbytes);
+    let algo = algo(comm, nbytes);
     // Across hosts the chain or tree runs over the ranks in host-major order (two levels);
     // on one host, over root, root+1, ...
     let t = comm.topology();
@@ -89,6 +94,26 @@ pub fn build_bcast<'c>(
         Some(o) => o[v],
         None => (v + root) % n,
     };
+    if algo == Algo::OneShot && order.is_none() {
+        let mut s = Schedule::new(comm.ctx(sig, seq, dt.extent));
+        if r == root {
+            let g = s.fanout();
+            for v in 1..n {
+                s.send_fanout(
+                    g,
+                    real(v),
+                    tag(0, 0),
+                    buf,
+                    nbytes,
+                    std::ptr::null_mut(),
+                    &[],
+                );
+            }
+        } else {
+            s.recv(root, tag(0, 0), buf, nbytes, Fold::Copy, &[]);
+        }
+        return Ok(s);
+    }
     let (parent, children): (Option<usize>, Vec<usize>) = match algo {
         Algo::Pipeline => (
             (vr > 0).then(|| real(vr - 1)),

@@ -20,6 +20,10 @@ use crate::frame::FrameHeader;
 /// atomic add per frame, in [`crate::endpoint::Endpoint::try_send`].
 pub static BYTES_SHM: AtomicU64 = AtomicU64::new(0);
 pub static BYTES_TCP: AtomicU64 = AtomicU64::new(0);
+/// Bytes copied into this process's fan-out stage (once for all their readers), and the
+/// fragments of fan-out sends that found the stage full and went through the slots instead.
+pub static BYTES_STAGED: AtomicU64 = AtomicU64::new(0);
+pub static STAGE_FULL: AtomicU64 = AtomicU64::new(0);
 
 /// Counts `n` payload bytes sent over the link named `name` ([`Link::name`]).
 #[inline]
@@ -107,6 +111,31 @@ pub trait Link: Send + Sync {
 
     /// Tells the peer that single-copy message `ticket` has been read.
     fn cma_ack(&self, _ticket: u64) {}
+
+    /// Whether this link can send fragments through this process's fan-out stage (see
+    /// `shm`'s module docs): every link that can shares one stage.
+    fn stages(&self) -> bool {
+        false
+    }
+
+    /// Takes a free piece of this process's stage for a fragment `readers` peers will read
+    /// (`None`: none free now; send through the link instead).
+    fn stage_take(&self, _readers: u32) -> Option<(u32, *mut u8)> {
+        None
+    }
+
+    /// `k` readers of `piece` will never be sent it (a send given up).
+    fn stage_release(&self, _piece: u32, _k: u32) {}
+
+    /// Posts the fragment (header `hdr`, `len` bytes) written to stage `piece` to the peer,
+    /// in the stream's order; the peer's link hands it on as an ordinary fragment.
+    /// `Ok(false)`: the ring is full, try later.
+    fn try_send_staged(&self, _hdr: &FrameHeader, _piece: u32, _len: usize) -> Result<bool> {
+        Err(crate::error::Error::intern(format!(
+            "staged fragment on a {} link",
+            self.name()
+        )))
+    }
 }
 
 /// What [`Link::try_send_cma`] did.

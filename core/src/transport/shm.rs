@@ -21,6 +21,16 @@
 //! sender (`cma_ok`): a sender uses the control frame only when its receiver said it can read
 //! it, so the two sides of a link can never disagree about a message. The receiver takes
 //! both kinds of frame at any time.
+//!
+//! Fan-out (the stage): a message that goes to several local peers (a bcast's root, every rank
+//! of a one-host allgather) need not be copied into each peer's slots. The sender copies each
+//! fragment once into a *piece* of the stage at the end of its own segment, sets the piece's
+//! count of readers, and posts every peer a small control frame ([`FLAG_STAGED`]: piece and
+//! length) through its ring, in the stream's order. The receiving link hands the piece's bytes
+//! to its reader as if they were the frame's own payload — nothing above the link sees the
+//! difference — and then counts itself off the piece; the piece is free again at zero. A
+//! sender that finds no free piece sends the fragment through the slots instead, so a slow
+//! reader never makes a sender wait for the stage (docs/ARCHITECTURE.md, "Fan-out").
 
 use std::ffi::CString;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -30,7 +40,7 @@ use parking_lot::Mutex;
 
 use super::{CmaSend, Link, CMA_PAYLOAD};
 use crate::error::{Error, Result};
-use crate::frame::FrameHeader;
+use crate::frame::{FrameHeader, FLAG_STAGED};
 use crate::wait::Doorbell;
 
 const SEG_MAGIC: u64 = 0x6863_6f6d_6d73_686d; // "hcommshm"
@@ -79,6 +89,16 @@ struct BoxTaken {
     taken: AtomicU64,
 }
 
+/// A stage piece's count of readers yet to read it (0: free), one per cache line: readers of
+/// different pieces never share a line.
+#[repr(C, align(64))]
+struct StageCount {
+    readers: AtomicU32,
+}
+
+/// Payload of a staged control frame: the piece (u32) and the fragment's length (u32).
+const STAGED_PAYLOAD: usize = 8;
+
 /// Start of a segment.
 #[repr(C)]
 struct SegmentHeader {
@@ -91,7 +111,8 @@ struct SegmentHeader {
     /// same word there with `process_vm_readv` can read the owner's memory (CMA).
     probe_word: AtomicU64,
     probe_addr: AtomicU64,
-    _pad: [u8; 24],
+    stage_pieces: AtomicU32,
+    _pad: [u8; 20],
     bell: Doorbell,
 }
 
@@ -117,13 +138,15 @@ pub struct Geometry {
     pub nranks: usize,
     pub slots: usize,
     pub slot_bytes: usize,
+    /// Pieces of the fan-out stage, each `slot_bytes` (0: no stage).
+    pub stage_pieces: usize,
 }
 
 impl Geometry {
-    /// From `HCOMM_SHM_SLOTS` / `HCOMM_SHM_SLOT_BYTES`, clamped to sane values. Slot payloads
-    /// are multiples of 64 bytes so every payload stays 64-byte aligned.
+    /// From `HCOMM_SHM_SLOTS` / `HCOMM_SHM_SLOT_BYTES` / `HCOMM_SHM_STAGE`, clamped to sane
+    /// values. Slot payloads are multiples of 64 bytes so every payload stays 64-byte aligned.
     pub fn from_params(nranks: usize) -> Geometry {
-        let slots = crate::param::shm_slots().unwrap_or(8).clamp(2, 1024);
+        let slots = slots_param();
         let slot_bytes = crate::param::shm_slot_bytes()
             .unwrap_or(128 << 10)
             .clamp(4096, 64 << 20)
@@ -132,6 +155,7 @@ impl Geometry {
             nranks,
             slots,
             slot_bytes,
+            stage_pieces: stage_pieces(),
         }
     }
 
@@ -157,9 +181,34 @@ impl Geometry {
         HDR_BYTES + src * self.channel_stride()
     }
 
-    pub fn segment_bytes(&self) -> usize {
+    /// The stage's reader counts: after the channels.
+    fn stage_counts_offset(&self) -> usize {
         self.channel_offset(self.nranks)
     }
+
+    /// The stage's pieces: after their counts, page-aligned.
+    fn stage_pieces_offset(&self) -> usize {
+        self.stage_counts_offset()
+            + (self.stage_pieces * std::mem::size_of::<StageCount>()).next_multiple_of(4096)
+    }
+
+    pub fn segment_bytes(&self) -> usize {
+        self.stage_pieces_offset() + self.stage_pieces * self.slot_bytes
+    }
+}
+
+fn slots_param() -> usize {
+    crate::param::shm_slots().unwrap_or(8).clamp(2, 1024)
+}
+
+/// Stage pieces by `HCOMM_SHM_STAGE` (0 turns the fan-out off): twice a channel's slots by
+/// default, so a sender can fill a peer's ring with staged frames while as many pieces again
+/// wait for the slowest reader. Every rank computes it alike (from the same settings), so
+/// algorithms may choose by it.
+pub fn stage_pieces() -> usize {
+    crate::param::shm_stage()
+        .unwrap_or(2 * slots_param())
+        .min(1024)
 }
 
 /// One mapped segment (ours or a peer's). Unmapped on drop.
@@ -167,6 +216,9 @@ pub struct Segment {
     base: *mut u8,
     len: usize,
     geo: Geometry,
+    /// Our own segment: where the next stage piece is looked for (process-local; every
+    /// thread of ours that stages takes its pieces here).
+    stage_next: Mutex<usize>,
 }
 
 // SAFETY: the mapping is shared memory accessed only through atomics (headers, counters) or
@@ -214,6 +266,8 @@ impl Segment {
         h.nranks.store(geo.nranks as u32, Ordering::Relaxed);
         h.slots.store(geo.slots as u32, Ordering::Relaxed);
         h.slot_bytes.store(geo.slot_bytes as u32, Ordering::Relaxed);
+        h.stage_pieces
+            .store(geo.stage_pieces as u32, Ordering::Relaxed);
         h.owner_pid.store(std::process::id(), Ordering::Relaxed);
         h.probe_word
             .store(probe_nonce(seg.base as u64), Ordering::Relaxed);
@@ -249,9 +303,10 @@ impl Segment {
             || h.nranks.load(Ordering::Relaxed) as usize != geo.nranks
             || h.slots.load(Ordering::Relaxed) as usize != geo.slots
             || h.slot_bytes.load(Ordering::Relaxed) as usize != geo.slot_bytes
+            || h.stage_pieces.load(Ordering::Relaxed) as usize != geo.stage_pieces
         {
             return Err(Error::other(format!(
-                "/dev/shm/{name} has a different layout: are HCOMM_SHM_SLOTS and HCOMM_SHM_SLOT_BYTES the same on every rank?"
+                "/dev/shm/{name} has a different layout: are HCOMM_SHM_SLOTS, HCOMM_SHM_SLOT_BYTES and HCOMM_SHM_STAGE the same on every rank?"
             )));
         }
         Ok(seg)
@@ -299,6 +354,7 @@ impl Segment {
             base: p.cast(),
             len,
             geo,
+            stage_next: Mutex::new(0),
         })
     }
 
@@ -330,6 +386,60 @@ impl Segment {
         // SAFETY: a channel starts with a ChannelHeader of atomics inside the mapped segment,
         // valid for any bit pattern.
         unsafe { &*(self.channel(src) as *const ChannelHeader) }
+    }
+
+    fn stage_count(&self, piece: usize) -> &AtomicU32 {
+        assert!(piece < self.geo.stage_pieces);
+        // SAFETY: piece < stage_pieces, so the count lies inside the stage's counts (mapped,
+        // zero-filled by ftruncate; an atomic is valid for any bit pattern).
+        unsafe {
+            &(*self
+                .base
+                .add(self.geo.stage_counts_offset())
+                .cast::<StageCount>()
+                .add(piece))
+            .readers
+        }
+    }
+
+    fn stage_piece(&self, piece: usize) -> *mut u8 {
+        assert!(piece < self.geo.stage_pieces);
+        // SAFETY: piece < stage_pieces: the piece's slot_bytes lie inside the mapping.
+        unsafe {
+            self.base
+                .add(self.geo.stage_pieces_offset() + piece * self.geo.slot_bytes)
+        }
+    }
+
+    /// Takes a free piece of our stage for a fragment that `readers` (> 0) peers will read:
+    /// its number and where to write (`slot_bytes`), or `None` when every piece is still being
+    /// read. The caller writes the fragment, then posts it once per reader
+    /// ([`Link::try_send_staged`]; the ring's Release publishes the bytes with the frame).
+    pub fn stage_take(&self, readers: u32) -> Option<(u32, *mut u8)> {
+        let n = self.geo.stage_pieces;
+        if n == 0 || readers == 0 {
+            return None;
+        }
+        let mut next = self.stage_next.lock();
+        for i in 0..n {
+            let p = (*next + i) % n;
+            // Acquire: the last reader's reads of the piece (its Release in `stage_release`)
+            // happen before our writes to it.
+            if self.stage_count(p).load(Ordering::Acquire) == 0 {
+                self.stage_count(p).store(readers, Ordering::Relaxed);
+                *next = p + 1;
+                return Some((p as u32, self.stage_piece(p)));
+            }
+        }
+        None
+    }
+
+    /// `k` readers are done with `piece`: they have read it, or will never be sent it.
+    pub fn stage_release(&self, piece: u32, k: u32) {
+        if (piece as usize) < self.geo.stage_pieces && k > 0 {
+            self.stage_count(piece as usize)
+                .fetch_sub(k, Ordering::Release);
+        }
     }
 
     /// Whether this process can read the memory of this (peer's) segment's owner with
@@ -675,7 +785,7 @@ impl ShmLink {
         // SAFETY: head > pos means the producer published this slot (Release/Acquire pair on
         // head), and it will not touch it again until we advance tail. The header is aligned
         // (slots are 64-byte aligned); len is bounded by slot_bytes before slicing.
-        let (hdr, payload) = unsafe {
+        let (hdr, payload, staged) = unsafe {
             let hdr = &*(slot as *const FrameHeader);
             let len = hdr.len as usize;
             if len > self.slot_bytes {
@@ -684,19 +794,85 @@ impl ShmLink {
                     self.slot_bytes
                 )));
             }
-            if len > max {
-                // Left for a reader that takes it whatever its size.
-                return Ok(false);
+            let payload = std::slice::from_raw_parts(slot.add(FRAME_HDR), len);
+            if hdr.flags & FLAG_STAGED != 0 {
+                self.unstage(hdr, payload)?
+            } else {
+                (*hdr, payload, None)
             }
-            (hdr, std::slice::from_raw_parts(slot.add(FRAME_HDR), len))
         };
-        let res = visit(hdr, payload);
+        if payload.len() > max {
+            // Left for a reader that takes it whatever its size.
+            return Ok(false);
+        }
+        let res = visit(&hdr, payload);
+        if let Some(piece) = staged {
+            // Read (or copied to the unexpected queue): the sender may reuse the piece.
+            self.peer.stage_release(piece, 1);
+        }
         rx.pos += 1;
         rx.header().tail.store(rx.pos, Ordering::Release);
         drop(rx);
         // The sender waits on its own doorbell for free slots.
         self.peer.bell().ring();
         res.map(|_| true)
+    }
+
+    /// A staged control frame read from our ring: the fragment it stands for — its header as
+    /// the sender made it, and its bytes in the piece of the sender's stage — and the piece,
+    /// to release once read. Checked like a slot's frame: a corrupt one is an error, never a
+    /// read outside the stage.
+    fn unstage<'a>(
+        &'a self,
+        hdr: &FrameHeader,
+        body: &[u8],
+    ) -> Result<(FrameHeader, &'a [u8], Option<u32>)> {
+        let word = |i: usize| u32::from_le_bytes(body[i..i + 4].try_into().expect("4 bytes"));
+        let (piece, len) = if body.len() == STAGED_PAYLOAD {
+            (word(0), word(4) as usize)
+        } else {
+            (u32::MAX, usize::MAX)
+        };
+        if piece as usize >= self.peer.geo.stage_pieces || len > self.slot_bytes {
+            return Err(Error::other(format!(
+                "corrupt staged frame from rank {}: piece {piece} of {}, {len} bytes",
+                self.peer_rank, self.peer.geo.stage_pieces
+            )));
+        }
+        let mut h = *hdr;
+        h.flags &= !FLAG_STAGED;
+        h.len = len as u32;
+        // SAFETY: piece < stage_pieces and len <= slot_bytes: inside the peer's mapped stage.
+        // The sender wrote the piece before publishing this frame (Release on head, our
+        // Acquire) and leaves it alone until its readers count reaches zero, which needs our
+        // release after the caller is done with the slice.
+        let bytes =
+            unsafe { std::slice::from_raw_parts(self.peer.stage_piece(piece as usize), len) };
+        Ok((h, bytes, Some(piece)))
+    }
+
+    /// Posts `h` with `body` as its payload in the next slot of our ring, if there is one
+    /// free (`false`: full). Under the sending lock `tx`.
+    fn post(&self, tx: &mut ChannelEnd, mut h: FrameHeader, body: &[u8]) -> bool {
+        if tx.pos - tx.other >= self.slots {
+            tx.other = tx.header().tail.load(Ordering::Acquire);
+            if tx.pos - tx.other >= self.slots {
+                return false;
+            }
+        }
+        let slot = tx.slot(tx.pos);
+        h.len = body.len() as u32;
+        // SAFETY: the slot at `pos` is free (pos - tail < slots) and owned by us, the only
+        // producer, until we publish it; it has room for a header and slot_bytes >= body.len()
+        // of payload (the callers' checks); `body` cannot overlap shared memory we own.
+        unsafe {
+            std::ptr::write(slot as *mut FrameHeader, h);
+            std::ptr::copy_nonoverlapping(body.as_ptr(), slot.add(FRAME_HDR), body.len());
+        }
+        tx.pos += 1;
+        tx.header().head.store(tx.pos, Ordering::Release);
+        tx.seg.bell().ring();
+        true
     }
 
     /// `mine`: our segment; `theirs`: the peer's; `me`/`peer`: world ranks.
@@ -794,26 +970,7 @@ impl Link for ShmLink {
             )));
         }
         let mut tx = self.tx.lock();
-        if tx.pos - tx.other >= self.slots {
-            tx.other = tx.header().tail.load(Ordering::Acquire);
-            if tx.pos - tx.other >= self.slots {
-                return Ok(false);
-            }
-        }
-        let slot = tx.slot(tx.pos);
-        let mut h = *hdr;
-        h.len = payload.len() as u32;
-        // SAFETY: the slot at `pos` is free (pos - tail < slots) and owned by us, the only
-        // producer, until we publish it; it has room for a header and slot_bytes of payload;
-        // `payload` is a valid slice that cannot overlap shared memory we own.
-        unsafe {
-            std::ptr::write(slot as *mut FrameHeader, h);
-            std::ptr::copy_nonoverlapping(payload.as_ptr(), slot.add(FRAME_HDR), payload.len());
-        }
-        tx.pos += 1;
-        tx.header().head.store(tx.pos, Ordering::Release);
-        tx.seg.bell().ring();
-        Ok(true)
+        Ok(self.post(&mut tx, *hdr, payload))
     }
 
     fn try_recv(&self, visit: &mut dyn FnMut(&FrameHeader, &[u8]) -> Result<()>) -> Result<bool> {
@@ -862,31 +1019,45 @@ impl Link for ShmLink {
             // never waits for it, whereas waiting for the ticket might.
             return Ok(CmaSend::No);
         }
-        if tx.pos - tx.other >= self.slots {
-            tx.other = tx.header().tail.load(Ordering::Acquire);
-            if tx.pos - tx.other >= self.slots {
-                return Ok(CmaSend::Full);
-            }
-        }
-        let slot = tx.slot(tx.pos);
         let mut h = *hdr;
         h.flags |= crate::frame::FLAG_CMA;
         h.offset = 0;
-        h.len = CMA_PAYLOAD as u32;
         let mut body = [0u8; CMA_PAYLOAD];
         body[..8].copy_from_slice(&(addr as u64).to_le_bytes());
         body[8..].copy_from_slice(&t.to_le_bytes());
-        // SAFETY: as in try_send: the slot at `pos` is free and ours until published, with
-        // room for a header and slot_bytes >= CMA_PAYLOAD bytes.
-        unsafe {
-            std::ptr::write(slot as *mut FrameHeader, h);
-            std::ptr::copy_nonoverlapping(body.as_ptr(), slot.add(FRAME_HDR), CMA_PAYLOAD);
+        if !self.post(&mut tx, h, &body) {
+            return Ok(CmaSend::Full);
         }
         tx.cma_next = t + 1;
-        tx.pos += 1;
-        tx.header().head.store(tx.pos, Ordering::Release);
-        tx.seg.bell().ring();
         Ok(CmaSend::Posted(t))
+    }
+
+    fn stages(&self) -> bool {
+        self.mine.geo.stage_pieces > 0
+    }
+
+    fn stage_take(&self, readers: u32) -> Option<(u32, *mut u8)> {
+        self.mine.stage_take(readers)
+    }
+
+    fn stage_release(&self, piece: u32, k: u32) {
+        self.mine.stage_release(piece, k)
+    }
+
+    fn try_send_staged(&self, hdr: &FrameHeader, piece: u32, len: usize) -> Result<bool> {
+        if piece as usize >= self.mine.geo.stage_pieces || len > self.slot_bytes {
+            return Err(Error::intern(format!(
+                "staged fragment: piece {piece} of {}, {len} bytes",
+                self.mine.geo.stage_pieces
+            )));
+        }
+        let mut h = *hdr;
+        h.flags |= FLAG_STAGED;
+        let mut body = [0u8; STAGED_PAYLOAD];
+        body[..4].copy_from_slice(&piece.to_le_bytes());
+        body[4..].copy_from_slice(&(len as u32).to_le_bytes());
+        let mut tx = self.tx.lock();
+        Ok(self.post(&mut tx, h, &body))
     }
 
     fn cma_done(&self, ticket: u64) -> bool {
@@ -931,6 +1102,7 @@ mod tests {
             nranks: 2,
             slots: 2,
             slot_bytes: 4096,
+            stage_pieces: 2,
         }
     }
 
@@ -972,6 +1144,7 @@ mod tests {
             nranks: 2,
             slots: 32,
             slot_bytes: 4096,
+            stage_pieces: 0,
         };
         let names = [0, 1].map(|r| format!("hcomm-test{}-cma{r}", std::process::id()));
         let segs = names
@@ -1028,6 +1201,7 @@ mod tests {
             nranks: 2,
             slots,
             slot_bytes: 4096,
+            stage_pieces: 0,
         };
         let names = [0, 1].map(|r| format!("hcomm-test{}-{tag}{r}", std::process::id()));
         let segs = names
@@ -1040,6 +1214,100 @@ mod tests {
             ShmLink::new(segs[0].clone(), segs[1].clone(), 0, 1, None, false),
             ShmLink::new(segs[1].clone(), segs[0].clone(), 1, 0, None, false),
         )
+    }
+
+    /// Rank 0's links to ranks 1 and 2 and theirs back to rank 0, on segments with a stage of
+    /// `pieces` pieces.
+    fn fan_links(tag: &str, pieces: usize) -> ([ShmLink; 2], [ShmLink; 2]) {
+        let g = Geometry {
+            nranks: 3,
+            slots: 4,
+            slot_bytes: 4096,
+            stage_pieces: pieces,
+        };
+        let names = [0, 1, 2].map(|r| format!("hcomm-test{}-{tag}{r}", std::process::id()));
+        let segs = names
+            .clone()
+            .map(|n| Arc::new(Segment::create(&n, g).unwrap()));
+        for n in &names {
+            Segment::unlink(n);
+        }
+        let link =
+            |a: usize, b: usize| ShmLink::new(segs[a].clone(), segs[b].clone(), a, b, None, false);
+        ([link(0, 1), link(0, 2)], [link(1, 0), link(2, 0)])
+    }
+
+    /// Reads one frame from `link`: its header and payload.
+    fn read_one(link: &ShmLink) -> (FrameHeader, Vec<u8>) {
+        let mut got = None;
+        assert!(link
+            .try_recv(&mut |h, p| {
+                got = Some((*h, p.to_vec()));
+                Ok(())
+            })
+            .unwrap());
+        got.unwrap()
+    }
+
+    #[test]
+    fn staged_fragments_reach_every_reader_and_free_their_piece() {
+        let ([to1, to2], [from1, from2]) = fan_links("fan", 2);
+        assert!(to1.stages() && to2.stages());
+        let bytes: Vec<u8> = (0..3000u32).map(|i| (i * 7 % 251) as u8).collect();
+        let mut hdr = FrameHeader::new(&allreduce_sig(), 9, 4, 3, 0);
+        hdr.set_msg_len(10_000);
+        hdr.offset = 4096;
+        let (p, at) = to1.stage_take(2).unwrap();
+        // SAFETY: a piece holds slot_bytes (4096) >= 3000 bytes and is ours until read.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), at, bytes.len()) };
+        assert!(to1.try_send_staged(&hdr, p, bytes.len()).unwrap());
+        assert!(to2.try_send_staged(&hdr, p, bytes.len()).unwrap());
+        // One piece left, then none: a full stage says so, it never waits.
+        let (q, _) = to2.stage_take(1).unwrap();
+        assert_ne!(p, q);
+        assert!(to1.stage_take(1).is_none());
+        // The readers see an ordinary fragment: the sender's header, the piece's bytes.
+        let (h1, b1) = read_one(&from1);
+        assert_eq!(h1.flags & FLAG_STAGED, 0);
+        assert_eq!(
+            (h1.offset, h1.len as usize, h1.msg_len()),
+            (4096, 3000, 10_000)
+        );
+        assert_eq!((h1.comm_id, h1.seq, h1.tag), (9, 4, 3));
+        assert_eq!(b1, bytes);
+        // One reader left: the piece is still taken.
+        assert!(to1.stage_take(1).is_none());
+        let (_, b2) = read_one(&from2);
+        assert_eq!(b2, bytes);
+        assert_eq!(to1.stage_take(1).map(|t| t.0), Some(p));
+        // Readers that will never be sent a piece give it back.
+        to1.stage_release(q, 1);
+        to1.stage_release(p, 1);
+        assert!(to1.stage_take(2).is_some() && to1.stage_take(2).is_some());
+    }
+
+    #[test]
+    fn a_corrupt_staged_frame_is_an_error() {
+        let ([to1, _], [from1, _]) = fan_links("fanbad", 2);
+        let mut hdr = FrameHeader::new(&allreduce_sig(), 9, 4, 3, 0);
+        hdr.flags |= FLAG_STAGED;
+        let mut body = [0u8; STAGED_PAYLOAD];
+        body[..4].copy_from_slice(&7u32.to_le_bytes()); // piece 7 of 2
+        body[4..].copy_from_slice(&16u32.to_le_bytes());
+        assert!(to1.post(&mut to1.tx.lock(), hdr, &body));
+        let e = from1.try_recv(&mut |_, _| Ok(())).unwrap_err();
+        assert!(
+            e.msg.contains("corrupt staged frame from rank 0"),
+            "{}",
+            e.msg
+        );
+    }
+
+    #[test]
+    fn no_stage_no_fan_out() {
+        let (a, _) = link_pair("nostage", 2);
+        assert!(!a.stages());
+        assert!(a.stage_take(1).is_none());
     }
 
     fn allreduce_sig() -> crate::frame::Signature {
