@@ -43,6 +43,7 @@ IMPLS = collections.OrderedDict(
         ("hcomm-cma", ("hcomm, HCOMM_CMA=1 (single copy)", "#9467bd")),
         ("hcomm-nocma", ("hcomm, HCOMM_CMA=0", "#bcbd22")),
         ("hcomm-copies", ("hcomm, HCOMM_CMA=copies", "#7f7f7f")),
+        ("hcomm-nostage", ("hcomm, HCOMM_SHM_STAGE=0 (no fan-out)", "#aec7e8")),
     ]
 )
 PEERS = ("mpich", "openmpi")

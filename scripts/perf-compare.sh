@@ -16,7 +16,8 @@
 #                  `hcomm run -n N hcomm bench` with the same settings; hcomm-cma: hcomm
 #                  standalone with HCOMM_CMA=1 (single copy within the host), hcomm-nocma:
 #                  with HCOMM_CMA=0, hcomm-copies: with HCOMM_CMA=copies (the rings' large
-#                  copies as single copies without auto's measurement)
+#                  copies as single copies without auto's measurement), hcomm-nostage: with
+#                  HCOMM_SHM_STAGE=0 (no fan-out: large bcast/allgather by chain and ring)
 # Every implementation runs the same program with the same arguments (sizes, iteration
 # counts, out-of-place, float sum, results checked outside the timed batch). Then
 # benches/perf_report.py computes per implementation x collective x size the median and
@@ -118,6 +119,7 @@ command_for() {
         hcomm-cma) echo "env HCOMM_CMA=1 $TARGET/hcomm run -n $np $BIN/coll_bench.hcomm $ARGS -l hcomm-cma" ;;
         hcomm-nocma) echo "env HCOMM_CMA=0 $TARGET/hcomm run -n $np $BIN/coll_bench.hcomm $ARGS -l hcomm-nocma" ;;
         hcomm-copies) echo "env HCOMM_CMA=copies $TARGET/hcomm run -n $np $BIN/coll_bench.hcomm $ARGS -l hcomm-copies" ;;
+        hcomm-nostage) echo "env HCOMM_SHM_STAGE=0 $TARGET/hcomm run -n $np $BIN/coll_bench.hcomm $ARGS -l hcomm-nostage" ;;
         *) echo "perf-compare.sh: unknown implementation $impl" >&2; return 1 ;;
     esac
 }

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Measures hcomm's waiting policy (HCOMM_SPIN, HCOMM_YIELD, or any other setting) on this
 # machine: every setting runs the same benchmark, alternating, REPS times; the table gives the
-# median time per call (µs) and, per row, each setting's ratio to the first one.
+# median time per call (µs) and, per row, each setting's ratio to the first one: the median of
+# its per-repetition ratios (each against the first setting's run of the same repetition, a
+# few seconds apart — robust when the machine's speed drifts between slow and fast phases),
+# and in how many repetitions it was the faster.
 #
 # Usage: scripts/wait-tune.sh [SETTING ...]      a SETTING is VAR=VALUE[,VAR=VALUE...] or "-"
 #                                                (the defaults); default: the list below
@@ -56,7 +59,7 @@ for np in $NPS; do
                     cmd=(env "${envs[@]}" "$TARGET/hcomm" run -n "$np" "$BIN/coll_bench.hcomm" "${args[@]}")
                 fi
                 # One line per collective: name, bytes, µs per call.
-                timeout 300 "${cmd[@]}" 2>/dev/null | awk -v np="$np" -v s="$s" '!/^#/ && NF > 8 {print np, s, $1, $2, $9}' >>"$raw" || true
+                timeout 300 "${cmd[@]}" 2>/dev/null | awk -v np="$np" -v s="$s" -v rep="$rep" '!/^#/ && NF > 8 {print np, s, $1, $2, $9, rep}' >>"$raw" || true
             done
         done
     done
@@ -67,20 +70,27 @@ import statistics, sys
 raw, settings = sys.argv[1], sys.argv[2:]
 t = {}
 for line in open(raw):
-    np_, s, coll, size, us = line.split()
-    t.setdefault((int(np_), coll, int(size)), {}).setdefault(s, []).append(float(us))
+    np_, s, coll, size, us, rep = line.split()
+    t.setdefault((int(np_), coll, int(size)), {}).setdefault(s, {})[rep] = float(us)
 cols = settings
-print("Median µs per call over the repetitions (ratio to the first setting, lower is better).\n")
+print("Median µs per call over the repetitions (median of the per-repetition ratios to the first")
+print("setting, lower is better; then in how many repetitions it was faster than the first).\n")
 print("| ranks | collective | bytes | " + " | ".join("defaults" if c == "-" else c for c in cols) + " |")
 print("|" + "---|" * (3 + len(cols)))
 for (np_, coll, size), v in sorted(t.items()):
-    base = statistics.median(v[cols[0]]) if cols[0] in v else None
+    base = v.get(cols[0], {})
     cells = []
     for c in cols:
         if c not in v:
             cells.append("–")
             continue
-        m = statistics.median(v[c])
-        cells.append(f"{m:.4g}" + (f" ({m / base:.2f})" if base and c != cols[0] else ""))
+        m = statistics.median(v[c].values())
+        pairs = [(v[c][r], base[r]) for r in v[c] if r in base and base[r] > 0]
+        if c == cols[0] or not pairs:
+            cells.append(f"{m:.4g}")
+            continue
+        ratio = statistics.median(a / b for a, b in pairs)
+        won = sum(a < b for a, b in pairs)
+        cells.append(f"{m:.4g} ({ratio:.2f}, {won}/{len(pairs)})")
     print(f"| {np_} | {coll} | {size} | " + " | ".join(cells) + " |")
 EOF
