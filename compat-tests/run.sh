@@ -18,7 +18,9 @@
 #                      non-zero instead, and must not print "FAIL".
 #   coll_check         hcomm: for every N in $HCOMM_NPROCS (default 1..8) and every setting
 #                      in $HCOMM_ALGOS: HCOMM_ALGO unset, =ring, =oneshot, =tree, =pipeline,
-#                      HCOMM_CHUNK_SIZE=4096 (alone and with pipeline). Others: N in $NPROCS.
+#                      HCOMM_CHUNK_SIZE=4096 (alone and with pipeline), HCOMM_SHM_STAGE=2 (a
+#                      fan-out's fragments mostly find the stage full: staged and slot fragments
+#                      in one message). Others: N in $NPROCS.
 #   bitwise            run twice, the "bitwise:" hash lines of both runs must be equal.
 #   threads            plain run (exit 77 = SKIP where MPI_THREAD_MULTIPLE is missing).
 #   nb_*.c, persistent*.c  hcomm: also run with HCOMM_PROGRESS=caller (no progress thread).
@@ -30,7 +32,7 @@
 #
 # Usage: compat-tests/run.sh [--impl hcomm|mpich|openmpi|all] [--only NAME[,NAME...]] [--bless]
 # Env:   NPROCS="1 2 3 4 5"  HCOMM_NPROCS="1 2 3 4 5 6 7 8"
-#        HCOMM_ALGOS="default ring oneshot tree pipeline chunk4096 pipeline-chunk4096"
+#        HCOMM_ALGOS="default ring oneshot tree pipeline chunk4096 pipeline-chunk4096 stage2"
 #        TIMEOUT=120 (per run)  LONG_TIMEOUT=300 (coll_check on MPICH/Open MPI, slow when
 #        oversubscribed)  FATAL_TIMEOUT=30  REQUIRE_ALL=1 (a missing impl is a failure)
 #        CHECK_LARGE (passed through to coll_check and bitwise)
@@ -63,7 +65,7 @@ esac
 
 NPROCS=${NPROCS:-"1 2 3 4 5"}
 HCOMM_NPROCS=${HCOMM_NPROCS:-"1 2 3 4 5 6 7 8"}
-HCOMM_ALGOS=${HCOMM_ALGOS:-"default ring oneshot tree pipeline chunk4096 pipeline-chunk4096"}
+HCOMM_ALGOS=${HCOMM_ALGOS:-"default ring oneshot tree pipeline chunk4096 pipeline-chunk4096 stage2"}
 TIMEOUT=${TIMEOUT:-120}
 LONG_TIMEOUT=${LONG_TIMEOUT:-300}
 FATAL_TIMEOUT=${FATAL_TIMEOUT:-30}
@@ -202,6 +204,7 @@ algo_env() { # variant -> env assignments
         default) echo "" ;;
         chunk4096) echo "HCOMM_CHUNK_SIZE=4096" ;;
         pipeline-chunk4096) echo "HCOMM_ALGO=pipeline HCOMM_CHUNK_SIZE=4096" ;;
+        stage2) echo "HCOMM_SHM_STAGE=2" ;;
         *) echo "HCOMM_ALGO=$1" ;;
     esac
 }

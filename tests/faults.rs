@@ -209,6 +209,71 @@ fn sigkill_during_allreduce_ends_the_job_and_names_the_rank() {
     assert_nothing_left(&ranks);
 }
 
+/// A reader killed in the middle of fan-outs (bcast and allgather of 1 MiB on 4 ranks, which
+/// go through the senders' stages): the job ends, a survivor names it, nothing is left.
+#[test]
+fn sigkill_during_fan_outs_names_the_rank() {
+    let _g = serial();
+    let dir = TempDir::new("kill-fan");
+    let d = dir.0.to_str().unwrap();
+    let child = spawn(4, &["fanloop", "1048576"], &[("FAULT_DIR", d)]);
+    let ranks = rank_pids(&dir.0, 4);
+    std::thread::sleep(Duration::from_millis(300));
+    signal(ranks[2].0, libc::SIGKILL);
+    let (out, elapsed) = finish(child, Duration::from_secs(15));
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(128 + 9), "{err}");
+    assert!(elapsed < Duration::from_secs(15), "took {elapsed:?}");
+    let named = [0, 1, 3]
+        .iter()
+        .filter(|&&r| {
+            lines_of(&err, r).iter().any(|l| {
+                (l.contains("fatal error in MPI_Bcast")
+                    || l.contains("fatal error in MPI_Allgather"))
+                    && l.contains(&format!(
+                        "lost rank 2 (host {}, pid {})",
+                        hcomm_core::log::hostname(),
+                        ranks[2].0
+                    ))
+            })
+        })
+        .count();
+    assert!(named >= 1, "no survivor named rank 2:\n{err}");
+    assert!(!err.contains("FAIL rank"), "{err}");
+    assert_nothing_left(&ranks);
+}
+
+/// The fan-out loop runs clean with a stage so small that most fragments find it full (the
+/// slots take them), results checked every call.
+#[test]
+fn fan_outs_with_a_tiny_stage_are_exact() {
+    let _g = serial();
+    let (out, _) = run(
+        4,
+        &["fanloop", "1048576"],
+        &[
+            ("FAULT_SECS", "1"),
+            ("HCOMM_SHM_STAGE", "2"),
+            ("HCOMM_STATS", "1"),
+        ],
+        Duration::from_secs(30),
+    );
+    let (stdout, err) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{err}");
+    assert_eq!(stdout.matches(": done").count(), 4, "{stdout}\n{err}");
+    // Both ways were taken: fragments staged, and fragments that found the stage full.
+    let stat = |key: &str| -> u64 {
+        err.lines()
+            .filter(|l| l.contains("hcomm-stats rank="))
+            .flat_map(|l| l.split_whitespace())
+            .filter_map(|kv| kv.strip_prefix(key))
+            .map(|v| v.parse::<u64>().unwrap())
+            .sum()
+    };
+    assert!(stat("bytes_staged=") > 0, "{err}");
+    assert!(stat("stage_full=") > 0, "{err}");
+}
+
 #[test]
 fn sigkill_under_errors_return_returns_mpi_err_other() {
     let _g = serial();

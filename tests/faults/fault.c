@@ -4,6 +4,8 @@
  *   fault loop BYTES      allreduce BYTES of floats in a loop for $FAULT_SECS seconds (default
  *                         60); the test kills or stops a rank from outside ("pid job-id" in
  *                         $FAULT_DIR/pid.<rank>)
+ *   fault fanloop BYTES   as loop, with MPI_Bcast from rank 0 and MPI_Allgather of BYTES per
+ *                         rank (the one-host fan-outs at 3+ ranks), results checked
  *   fault mismatch KIND R rank R makes a different call from the others, once, then all call
  *                         MPI_Barrier; KIND: count, dtype, op, root, coll, large,
  *                         bcastsize, reducesize, gathersize (small on one rank, large on the rest)
@@ -83,6 +85,40 @@ static void loop(long bytes) {
     free(b);
 }
 
+/* As loop, with the collectives that fan out on one host (3+ ranks): a bcast from rank 0 and
+ * an allgather of `bytes` per call, results checked. */
+static void fanloop(long bytes) {
+    long n = bytes / 4;
+    float *a = malloc(n * sizeof(float)), *b = malloc(n * size * sizeof(float));
+    const char *secs = getenv("FAULT_SECS");
+    double end = now() + (secs ? atof(secs) : 60);
+    for (long it = 0;; it++) {
+        for (long i = 0; i < n; i++)
+            a[i] = rank == 0 ? (float)(it % 1000) : -1.0f;
+        if (rank == 0 && now() >= end)
+            a[n - 1] = 5000.0f;
+        check(MPI_Bcast(a, (int)n, MPI_FLOAT, 0, MPI_COMM_WORLD), "MPI_Bcast");
+        int stop = a[n - 1] == 5000.0f;
+        if (a[0] != (float)(it % 1000)) {
+            printf("FAIL rank %d: iteration %ld: bcast got %g\n", rank, it, a[0]);
+            exit(4);
+        }
+        a[0] = (float)rank;
+        check(MPI_Allgather(a, (int)n, MPI_FLOAT, b, (int)n, MPI_FLOAT, MPI_COMM_WORLD),
+              "MPI_Allgather");
+        for (int r = 0; r < size; r++)
+            if (b[r * n] != (float)r) {
+                printf("FAIL rank %d: iteration %ld: allgather block %d got %g\n", rank, it, r,
+                       b[r * n]);
+                exit(4);
+            }
+        if (stop)
+            break;
+    }
+    free(a);
+    free(b);
+}
+
 static void mismatch(const char *kind, int odd) {
     int me = rank == odd;
     static float f[1 << 21], g[1 << 21];
@@ -137,6 +173,8 @@ int main(int argc, char **argv) {
     write_pid();
     if (!strcmp(argv[1], "loop") && argc > 2)
         loop(atol(argv[2]));
+    else if (!strcmp(argv[1], "fanloop") && argc > 2)
+        fanloop(atol(argv[2]));
     else if (!strcmp(argv[1], "mismatch") && argc > 3)
         mismatch(argv[2], atoi(argv[3]));
     else if (!strcmp(argv[1], "exit") && argc > 2) {
