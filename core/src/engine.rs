@@ -625,7 +625,10 @@ impl<'a> Schedule<'a> {
                     FrameHeader::new(&ctx.sig, ctx.comm_id, ctx.seq, *tag, ctx.ep.rank as u32);
                 hdr.set_msg_len(*len as u64);
                 let asked = self.single_copy_from.is_some_and(|from| i >= from);
-                if !*started && *len >= cma_threshold() && may_single_copy(asked) {
+                // A fan-out member never goes as a single copy: the stage pieces its group
+                // takes count it as a reader until it posts them.
+                if !*started && *group == NONE && *len >= cma_threshold() && may_single_copy(asked)
+                {
                     match ctx.ep.try_send_cma(world_peer, &hdr, *buf, *len)? {
                         CmaSend::Posted(t) => {
                             // SAFETY: `mirror`, when set, is valid for `len` bytes and disjoint

@@ -208,16 +208,16 @@ pub fn chunks(count: usize, chunk_elems: usize) -> impl Iterator<Item = (usize, 
     })
 }
 
-/// Tag of chunk `chunk` of step `step`. Chunk counts are capped (see [`chunk_elems`]) below 2^20.
-#[inline]
 /// Whether a collective on `comm` may fan out through the shared-memory stage (one copy of a
 /// message for all of its local readers, `transport::shm`): one host, at least 3 ranks (with
-/// one reader there is nothing to share), the stage not turned off. Every rank answers alike
-/// (topology and settings), so algorithms may be chosen by it.
+/// one reader there is nothing to share), shared memory in use and the stage not turned off.
+/// Every rank answers alike (topology and settings), so algorithms may be chosen by it.
 pub fn fans_out(comm: &crate::comm::Comm) -> bool {
-    comm.size() >= 3 && !comm.topology().spans_hosts() && crate::transport::shm::stage_pieces() > 0
+    comm.size() >= 3 && !comm.topology().spans_hosts() && crate::transport::shm::stage_in_use()
 }
 
+/// Tag of chunk `chunk` of step `step`. Chunk counts are capped (see [`chunk_elems`]) below 2^20.
+#[inline]
 pub fn tag(step: usize, chunk: usize) -> u32 {
     debug_assert!(chunk < (1 << 20));
     ((step as u32) << 20) | chunk as u32

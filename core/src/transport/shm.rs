@@ -43,7 +43,8 @@ use crate::error::{Error, Result};
 use crate::frame::{FrameHeader, FLAG_STAGED};
 use crate::wait::Doorbell;
 
-const SEG_MAGIC: u64 = 0x6863_6f6d_6d73_686d; // "hcommshm"
+/// "hcomshm2": the layout of this build (boxes, stage); a segment of another layout is refused.
+const SEG_MAGIC: u64 = 0x6863_6f6d_7368_6d32;
 const HDR_BYTES: usize = 4096;
 const CACHELINE: usize = 128;
 const FRAME_HDR: usize = std::mem::size_of::<FrameHeader>();
@@ -152,10 +153,7 @@ impl Geometry {
     /// values. Slot payloads are multiples of 64 bytes so every payload stays 64-byte aligned.
     pub fn from_params(nranks: usize) -> Geometry {
         let slots = slots_param();
-        let slot_bytes = crate::param::shm_slot_bytes()
-            .unwrap_or(128 << 10)
-            .clamp(4096, 64 << 20)
-            .next_multiple_of(64);
+        let slot_bytes = slot_bytes_param();
         Geometry {
             nranks,
             slots,
@@ -206,14 +204,36 @@ fn slots_param() -> usize {
     crate::param::shm_slots().unwrap_or(8).clamp(2, 1024)
 }
 
-/// Stage pieces by `HCOMM_SHM_STAGE` (0 turns the fan-out off): twice a channel's slots by
-/// default, so a sender can fill a peer's ring with staged frames while as many pieces again
-/// wait for the slowest reader. Every rank computes it alike (from the same settings), so
-/// algorithms may choose by it.
+fn slot_bytes_param() -> usize {
+    crate::param::shm_slot_bytes()
+        .unwrap_or(128 << 10)
+        .clamp(4096, 64 << 20)
+        .next_multiple_of(64)
+}
+
+/// Stage pieces by `HCOMM_SHM_STAGE` (0 turns the fan-out off): by default twice a channel's
+/// slots, so a sender can fill a peer's ring with staged frames while as many pieces again
+/// wait for the slowest reader, but no more than [`STAGE_AUTO_BYTES`] of pieces (at least 2):
+/// the stage is populated when the segment is made. Every rank computes it alike (from the
+/// same settings), so algorithms may choose by it.
 pub fn stage_pieces() -> usize {
     crate::param::shm_stage()
-        .unwrap_or(2 * slots_param())
+        .unwrap_or_else(|| (2 * slots_param()).min((STAGE_AUTO_BYTES / slot_bytes_param()).max(2)))
         .min(1024)
+}
+
+/// The most bytes of stage the default gives a rank (16 pieces of the default 128 KiB slot
+/// are 2 MiB).
+pub const STAGE_AUTO_BYTES: usize = 16 << 20;
+
+/// Whether fan-outs go through the stage: it has pieces, and local peers talk through shared
+/// memory (`HCOMM_TRANSPORT=tcp` takes it away; the other settings leave it to every local
+/// pair). Settings only, so every rank answers alike.
+pub fn stage_in_use() -> bool {
+    static V: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *V.get_or_init(|| {
+        stage_pieces() > 0 && super::tcp::Mode::from_env().is_ok_and(|m| m != super::tcp::Mode::Tcp)
+    })
 }
 
 /// One mapped segment (ours or a peer's). Unmapped on drop.
@@ -312,7 +332,7 @@ impl Segment {
             || h.stage_pieces.load(Ordering::Relaxed) as usize != geo.stage_pieces
         {
             return Err(Error::other(format!(
-                "/dev/shm/{name} has a different layout: are HCOMM_SHM_SLOTS, HCOMM_SHM_SLOT_BYTES and HCOMM_SHM_STAGE the same on every rank?"
+                "/dev/shm/{name} has a different layout: are HCOMM_SHM_SLOTS, HCOMM_SHM_SLOT_BYTES and HCOMM_SHM_STAGE the same on every rank, and is every rank running the same hcomm build?"
             )));
         }
         seg.populate_stage(libc::MADV_POPULATE_READ);
