@@ -49,7 +49,7 @@ pub const ALL: &[Param] = &[
     Param {
         name: "HCOMM_SHM_STAGE",
         default: "auto",
-        help: "Pieces (of HCOMM_SHM_SLOT_BYTES each) of a rank's fan-out stage, where a message going to several local peers is copied once for all of them; auto is twice HCOMM_SHM_SLOTS, 0 turns the fan-out off.",
+        help: "Pieces (of HCOMM_SHM_SLOT_BYTES each) of a rank's fan-out stage, where a message going to several local peers is copied once for all of them; auto is twice HCOMM_SHM_SLOTS (at most 16 MiB of pieces), 0 turns the fan-out off.",
     },
     Param {
         name: "HCOMM_CMA",
