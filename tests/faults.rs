@@ -173,12 +173,12 @@ fn lines_of(out: &str, r: usize) -> Vec<&str> {
     out.lines().filter(|l| l.starts_with(&tag)).collect()
 }
 
-#[test]
-fn sigkill_during_allreduce_ends_the_job_and_names_the_rank() {
-    let _g = serial();
-    let dir = TempDir::new("kill");
+/// Starts `fault ARGS` on 4 ranks, SIGKILLs rank 2 after 300 ms and checks the job ends with
+/// the signal's status within 15 s; stderr and the ranks' pids.
+fn kill_rank_2_of(tag: &str, args: &[&str]) -> (String, Vec<(i32, String)>) {
+    let dir = TempDir::new(tag);
     let d = dir.0.to_str().unwrap();
-    let child = spawn(4, &["loop", "1048576"], &[("FAULT_DIR", d)]);
+    let child = spawn(4, args, &[("FAULT_DIR", d)]);
     let ranks = rank_pids(&dir.0, 4);
     std::thread::sleep(Duration::from_millis(300));
     signal(ranks[2].0, libc::SIGKILL);
@@ -186,6 +186,35 @@ fn sigkill_during_allreduce_ends_the_job_and_names_the_rank() {
     let err = text(&out.stderr);
     assert_eq!(out.status.code(), Some(128 + 9), "{err}");
     assert!(elapsed < Duration::from_secs(15), "took {elapsed:?}");
+    (err, ranks)
+}
+
+/// How many survivors (ranks 0, 1, 3) printed a line that `fatal` accepts and that names the
+/// lost rank 2 with its host and pid.
+fn survivors_naming_rank_2(
+    err: &str,
+    ranks: &[(i32, String)],
+    fatal: impl Fn(&str) -> bool,
+) -> usize {
+    let lost = format!(
+        "lost rank 2 (host {}, pid {})",
+        hcomm_core::log::hostname(),
+        ranks[2].0
+    );
+    [0, 1, 3]
+        .iter()
+        .filter(|&&r| {
+            lines_of(err, r)
+                .iter()
+                .any(|l| fatal(l) && l.contains(&lost))
+        })
+        .count()
+}
+
+#[test]
+fn sigkill_during_allreduce_ends_the_job_and_names_the_rank() {
+    let _g = serial();
+    let (err, ranks) = kill_rank_2_of("kill", &["loop", "1048576"]);
     assert!(
         err.contains(&format!(
             "rank 2 (pid {}) was killed by signal 9 (SIGKILL)",
@@ -194,17 +223,9 @@ fn sigkill_during_allreduce_ends_the_job_and_names_the_rank() {
         "{err}"
     );
     // The survivors leave their call themselves, naming the lost rank and its host.
-    let host = hcomm_core::log::hostname();
-    let named = [0, 1, 3]
-        .iter()
-        .filter(|&&r| {
-            lines_of(&err, r).iter().any(|l| {
-                l.contains("fatal error in MPI_Allreduce")
-                    && l.contains(&format!("lost rank 2 (host {host}, pid {})", ranks[2].0))
-                    && l.contains("(MPI_ERR_OTHER)")
-            })
-        })
-        .count();
+    let named = survivors_naming_rank_2(&err, &ranks, |l| {
+        l.contains("fatal error in MPI_Allreduce") && l.contains("(MPI_ERR_OTHER)")
+    });
     assert!(named >= 1, "no survivor named rank 2:\n{err}");
     assert_nothing_left(&ranks);
 }
@@ -214,30 +235,10 @@ fn sigkill_during_allreduce_ends_the_job_and_names_the_rank() {
 #[test]
 fn sigkill_during_fan_outs_names_the_rank() {
     let _g = serial();
-    let dir = TempDir::new("kill-fan");
-    let d = dir.0.to_str().unwrap();
-    let child = spawn(4, &["fanloop", "1048576"], &[("FAULT_DIR", d)]);
-    let ranks = rank_pids(&dir.0, 4);
-    std::thread::sleep(Duration::from_millis(300));
-    signal(ranks[2].0, libc::SIGKILL);
-    let (out, elapsed) = finish(child, Duration::from_secs(15));
-    let err = text(&out.stderr);
-    assert_eq!(out.status.code(), Some(128 + 9), "{err}");
-    assert!(elapsed < Duration::from_secs(15), "took {elapsed:?}");
-    let named = [0, 1, 3]
-        .iter()
-        .filter(|&&r| {
-            lines_of(&err, r).iter().any(|l| {
-                (l.contains("fatal error in MPI_Bcast")
-                    || l.contains("fatal error in MPI_Allgather"))
-                    && l.contains(&format!(
-                        "lost rank 2 (host {}, pid {})",
-                        hcomm_core::log::hostname(),
-                        ranks[2].0
-                    ))
-            })
-        })
-        .count();
+    let (err, ranks) = kill_rank_2_of("kill-fan", &["fanloop", "1048576"]);
+    let named = survivors_naming_rank_2(&err, &ranks, |l| {
+        l.contains("fatal error in MPI_Bcast") || l.contains("fatal error in MPI_Allgather")
+    });
     assert!(named >= 1, "no survivor named rank 2:\n{err}");
     assert!(!err.contains("FAIL rank"), "{err}");
     assert_nothing_left(&ranks);

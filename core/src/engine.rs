@@ -285,6 +285,20 @@ impl<'a> Schedule<'a> {
         mirror: *mut u8,
         deps: &[Option<TaskId>],
     ) -> TaskId {
+        self.push_send(peer, tag, buf, len, mirror, NONE, deps)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn push_send(
+        &mut self,
+        peer: usize,
+        tag: u32,
+        buf: *const u8,
+        len: usize,
+        mirror: *mut u8,
+        group: u32,
+        deps: &[Option<TaskId>],
+    ) -> TaskId {
         self.push(
             Task::Send {
                 peer,
@@ -295,7 +309,7 @@ impl<'a> Schedule<'a> {
                 started: false,
                 ticket: None,
                 mirror,
-                group: NONE,
+                group,
             },
             deps,
         )
@@ -326,17 +340,16 @@ impl<'a> Schedule<'a> {
         mirror: *mut u8,
         deps: &[Option<TaskId>],
     ) -> TaskId {
-        let id = self.send_mirrored(peer, tag, buf, len, mirror, deps);
         let world_peer = self.ctx.world[peer];
-        if self.ctx.ep.stages(world_peer) {
+        // A peer whose link has no stage gets an ordinary send, outside the group.
+        let member = self.ctx.ep.stages(world_peer);
+        if member {
             let fan = &mut self.v.fanouts[group as usize];
             fan.members += 1;
             fan.via = world_peer;
-            if let Task::Send { group: g, .. } = &mut self.v.tasks[id.0 as usize].task {
-                *g = group;
-            }
         }
-        id
+        let group = if member { group } else { NONE };
+        self.push_send(peer, tag, buf, len, mirror, group, deps)
     }
 
     /// Receives `len` bytes from comm rank `peer` into `dst`, folding as `fold` says.
