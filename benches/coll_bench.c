@@ -7,7 +7,8 @@
  * exactly what `hcomm bench` measures, with the same rules and the same output format:
  *
  *   - size S = the whole nccl-tests buffer: allreduce, bcast, reduce move S/typesize elements;
- *     allgather and reduce_scatter (MPI_Reduce_scatter_block) S/(n*typesize) per rank.
+ *     allgather, allgatherv (equal blocks in rank order) and reduce_scatter
+ *     (MPI_Reduce_scatter_block) S/(n*typesize) per rank.
  *     Sizes round down to whole elements (per rank); a size that rounds to nothing is skipped.
  *   - iterations: -n and -w, or by default iters = clamp(B / S, 10, -m max) with -B B (default
  *     256 MiB) and -m max (default 2000),
@@ -24,7 +25,7 @@
  * Output (rank 0): '#' lines describing the run, then one line per size with the columns
  *   collective size count type op root inplace iters time(us) algbw(GB/s) busbw(GB/s) #wrong
  *
- * Usage: coll_bench [-c allreduce,bcast,allgather,reduce_scatter,reduce,alltoall|all] [-b 8] [-e 64M]
+ * Usage: coll_bench [-c allreduce,bcast,allgather,reduce_scatter,reduce,alltoall,allgatherv|all] [-b 8] [-e 64M]
  *        [-f 2] [-d float|double|int32|int64] [-o sum|prod|max|min] [-r root] [-i (in place)]
  *        [-w warmup] [-n iters] [-m max_iters] [-B iter_bytes] [-k 0|1 (check)] [-l label]
  */
@@ -38,8 +39,9 @@
 #define MIN_ITERS 10
 #define PERIOD 176 /* v(r,k) and every expected value depend on k mod 176 only */
 
-enum coll { ALLREDUCE, BCAST, ALLGATHER, REDUCE_SCATTER, REDUCE, ALLTOALL, NCOLL };
-static const char *coll_names[NCOLL] = {"allreduce", "bcast", "allgather", "reduce_scatter", "reduce", "alltoall"};
+enum coll { ALLREDUCE, BCAST, ALLGATHER, REDUCE_SCATTER, REDUCE, ALLTOALL, ALLGATHERV, NCOLL };
+static const char *coll_names[NCOLL] = {"allreduce", "bcast", "allgather", "reduce_scatter", "reduce", "alltoall",
+                                        "allgatherv"};
 
 struct dtype { const char *name; MPI_Datatype mpi; size_t size; };
 struct op { const char *name; MPI_Op mpi; };
@@ -107,6 +109,7 @@ static long long count_wrong(const unsigned char *buf, size_t elems, size_t firs
 }
 
 static unsigned char *sendbuf, *recvbuf;
+static int *vcounts, *vdispls; /* allgatherv: equal blocks in rank order, as osu_allgatherv */
 
 static void call(enum coll c, size_t block) {
     const void *s = inplace ? MPI_IN_PLACE : (const void *)sendbuf;
@@ -116,6 +119,10 @@ static void call(enum coll c, size_t block) {
     case BCAST: MPI_Bcast(recvbuf, cnt, dt.mpi, root, MPI_COMM_WORLD); break;
     case ALLGATHER: MPI_Allgather(s, cnt, dt.mpi, recvbuf, cnt, dt.mpi, MPI_COMM_WORLD); break;
     case ALLTOALL: MPI_Alltoall(s, cnt, dt.mpi, recvbuf, cnt, dt.mpi, MPI_COMM_WORLD); break;
+    case ALLGATHERV:
+        for (int j = 0; j < nranks; j++) vcounts[j] = cnt, vdispls[j] = j * cnt;
+        MPI_Allgatherv(s, cnt, dt.mpi, recvbuf, vcounts, vdispls, dt.mpi, MPI_COMM_WORLD);
+        break;
     case REDUCE_SCATTER: MPI_Reduce_scatter_block(s, recvbuf, cnt, dt.mpi, op.mpi, MPI_COMM_WORLD); break;
     case REDUCE:
         /* MPI_IN_PLACE is for the root only */
@@ -136,6 +143,7 @@ static void prepare(enum coll c, size_t block, size_t whole, unsigned char *tab)
     switch (c) {
     case BCAST: fill(recvbuf, whole, 0, tab); break;
     case ALLGATHER:
+    case ALLGATHERV:
         if (inplace) fill(recvbuf + rank * bblock, block, 0, tab);
         else fill(sendbuf, block, 0, tab);
         break;
@@ -156,7 +164,8 @@ static long long wrong(enum coll c, size_t block, size_t whole, unsigned char *t
         if (rank != root) return 0;
         make_table(-1, tab);
         return count_wrong(recvbuf, whole, 0, tab);
-    case ALLGATHER: {
+    case ALLGATHER:
+    case ALLGATHERV: {
         long long w = 0;
         for (int j = 0; j < nranks; j++) {
             make_table(j, tab);
@@ -235,8 +244,8 @@ int main(int argc, char **argv) {
     for (char *tok = strtok(colls, ","); tok; tok = strtok(NULL, ",")) {
         int found = 0;
         for (int c = 0; c < NCOLL; c++)
-            /* "all": the five collectives of the perf tables (alltoall only by name) */
-            if ((strcmp(tok, "all") == 0 && c != ALLTOALL) || strcmp(tok, coll_names[c]) == 0) want[c] = found = 1;
+            /* "all": the five collectives of the perf tables (alltoall, allgatherv only by name) */
+            if ((strcmp(tok, "all") == 0 && c != ALLTOALL && c != ALLGATHERV) || strcmp(tok, coll_names[c]) == 0) want[c] = found = 1;
         if (!found) {
             if (rank == 0) fprintf(stderr, "coll_bench: unknown collective %s\n", tok);
             MPI_Finalize();
@@ -250,6 +259,9 @@ int main(int argc, char **argv) {
         fprintf(stderr, "coll_bench: out of memory\n");
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
+    vcounts = malloc(nranks * sizeof *vcounts);
+    vdispls = malloc(nranks * sizeof *vdispls);
+    if (!vcounts || !vdispls) MPI_Abort(MPI_COMM_WORLD, 1);
     memset(sendbuf, 0, (size_t)maxsize);
     memset(recvbuf, 0, (size_t)maxsize);
     unsigned char tab[PERIOD * 8];
@@ -275,7 +287,7 @@ int main(int argc, char **argv) {
         if (!want[c]) continue;
         for (long long want_size = minb; want_size <= maxb; want_size *= factor) {
             size_t elems = (size_t)want_size / dt.size;
-            int per_rank = c == ALLGATHER || c == REDUCE_SCATTER || c == ALLTOALL;
+            int per_rank = c == ALLGATHER || c == ALLGATHERV || c == REDUCE_SCATTER || c == ALLTOALL;
             size_t block = per_rank ? elems / nranks : elems;
             if (block == 0) continue;
             size_t whole = per_rank ? block * nranks : block;
@@ -305,7 +317,7 @@ int main(int argc, char **argv) {
                 if (wsum) any = 1;
             }
             double n = nranks;
-            double factor_bus = c == ALLREDUCE ? 2 * (n - 1) / n : (c == ALLGATHER || c == REDUCE_SCATTER || c == ALLTOALL) ? (n - 1) / n : 1;
+            double factor_bus = c == ALLREDUCE ? 2 * (n - 1) / n : (c == ALLGATHER || c == ALLGATHERV || c == REDUCE_SCATTER || c == ALLTOALL) ? (n - 1) / n : 1;
             double algbw = (double)size / t / 1e9;
             if (rank == 0) {
                 char ws[32];

@@ -47,7 +47,7 @@ IMPLS = collections.OrderedDict(
     ]
 )
 PEERS = ("mpich", "openmpi")
-COLL_ORDER = ["allreduce", "reduce_scatter", "allgather", "bcast", "reduce"]
+COLL_ORDER = ["allreduce", "reduce_scatter", "allgather", "allgatherv", "bcast", "reduce"]
 
 
 def human(size):
@@ -293,7 +293,7 @@ def results_markdown(data, wrong, runs, metas, svgdir, docdir):
         md.append("")
         # The gate and aims of issue 7.
         rows = [("allreduce", 1 << 20, "bw"), ("allreduce", 16 << 20, "bw"), ("allreduce", 64 << 20, "bw")]
-        rows += [(c, s, "bw") for c in ("reduce_scatter", "allgather", "bcast", "reduce") for s in (1 << 20, 16 << 20)]
+        rows += [(c, s, "bw") for c in ("reduce_scatter", "allgather", "allgatherv", "bcast", "reduce") for s in (1 << 20, 16 << 20)]
         rows += [("allreduce", 8, "time")]
         md.append("| measure | " + " | ".join(name(i) for i in impls) + " | hcomm / best MPI |")
         md.append("|---|" + "---|" * (len(impls) + 1))

@@ -35,7 +35,7 @@
 # Env:   REPS=5                 repetitions (at least 5 for a report; fewer for a look)
 #        NPS="2"                rank counts
 #        IMPLS="mpich openmpi hcomm hcomm-mpich hcomm-openmpi"   (+ openmpi-noavx, hcomm-bench)
-#        COLLS="allreduce,reduce_scatter,allgather,bcast,reduce" (coll_bench -c)
+#        COLLS="allreduce,reduce_scatter,allgather,allgatherv,bcast,reduce" (coll_bench -c)
 #        MINB=8 MAXB=64M FACTOR=2                                 size sweep
 #        ITER_BYTES=256M MAX_ITERS=2000   default iterations clamp(ITER_BYTES/size, 10, MAX_ITERS)
 #        DTYPE=float OP=sum INPLACE=0 CHECK=1
@@ -62,7 +62,7 @@ esac
 REPS=${REPS:-5}
 NPS=${NPS:-2}
 IMPLS=${IMPLS:-"mpich openmpi hcomm hcomm-mpich hcomm-openmpi"}
-COLLS=${COLLS:-allreduce,reduce_scatter,allgather,bcast,reduce}
+COLLS=${COLLS:-allreduce,reduce_scatter,allgather,allgatherv,bcast,reduce}
 MINB=${MINB:-8}
 MAXB=${MAXB:-64M}
 FACTOR=${FACTOR:-2}

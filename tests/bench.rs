@@ -230,6 +230,24 @@ fn c_benchmark_on_hcomm() {
         };
         check_table(&out, &format!("coll_bench {extra:?}"), colls);
     }
+    // MPI_Allgatherv (by name only, not in "all") on 3 ranks, in and out of place: from 512 KiB
+    // on its blocks go through the fan-out stage (one host, 3+ ranks); every result is checked.
+    for extra in [&[][..], &["-i"]] {
+        let out = run_bounded(
+            Command::new(hcomm_bin())
+                .args(["run", "-n", "3"])
+                .arg(&exe)
+                .args(["-c", "allgatherv,allgather", "-b", "8", "-e", "2M"])
+                .args(["-f", "64", "-B", "4M", "-m", "20"])
+                .args(extra),
+            Duration::from_secs(120),
+        );
+        check_table(
+            &out,
+            &format!("coll_bench allgatherv {extra:?}"),
+            &["allgatherv", "allgather"],
+        );
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 

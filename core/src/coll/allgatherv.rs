@@ -9,6 +9,10 @@
 //! rank sends and receives every other block once. Zero-sized blocks still travel as one empty
 //! message, so the schedule has the same shape on every rank.
 //! Small totals: one-shot — every rank sends its block straight to every other rank.
+//! Large totals on one host, 3 ranks or more: the one-shot as a fan-out, as `MPI_Allgather`
+//! does (`allgather.rs`): each block is copied once into its owner's stage and out once by
+//! every other rank — n copies of a block where the ring makes 2(n−1) + 1, whatever the
+//! blocks' sizes.
 //! Across hosts (same number of ranks on each): two levels, as `MPI_Allgather` (`hier.rs`).
 //! Every rank knows every block size, so all pick the same algorithm and chunking.
 
@@ -16,7 +20,7 @@ use super::allreduce::{copy_if_needed, copy_ring_fragment};
 use super::hier;
 use super::ring::Ring;
 use super::select::{choose, forced_levels, Algo};
-use super::{chunk_elems, tag};
+use super::{chunk_elems, fans_out, tag};
 use crate::comm::Comm;
 use crate::engine::{Fold, Schedule};
 use crate::error::Result;
@@ -56,12 +60,17 @@ pub fn build_allgatherv<'c>(
     let algo = if two_level {
         Algo::Hier
     } else {
+        let large = if fans_out(comm) {
+            Algo::OneShot
+        } else {
+            Algo::Ring
+        };
         choose(
             "allgatherv",
             total,
             &[Algo::Ring, Algo::OneShot],
             Algo::OneShot,
-            Algo::Ring,
+            large,
         )
     };
     comm.note_algo(sig.kind, algo, total);
@@ -82,9 +91,18 @@ pub fn build_allgatherv<'c>(
             ring.allgather(&mut s, base, r, src, &[], 0);
         }
         _ => {
-            copy_if_needed(send, own, own_len);
-            for p in (0..n).filter(|&p| p != r) {
-                s.send(p, tag(0, 0), own, own_len, &[]);
+            // As the allgather's one-shot: the own block leaves from the send buffer, reaches
+            // its place as the first send's mirror, and every send is one fan-out member (a
+            // peer without a stage, or a block under a fragment's worth, gets plain sends).
+            let in_place = std::ptr::eq(send, own);
+            let g = s.fanout();
+            for (i, p) in (1..n).map(|d| (r + d) % n).enumerate() {
+                let mirror = if i == 0 && !in_place {
+                    own
+                } else {
+                    std::ptr::null_mut()
+                };
+                s.send_fanout(g, p, tag(0, 0), send, own_len, mirror, &[]);
             }
             for p in (0..n).filter(|&p| p != r) {
                 s.recv(p, tag(0, 0), recv[p].0, recv[p].1, Fold::Copy, &[]);
