@@ -47,8 +47,9 @@ pub trait Link: Send + Sync {
     /// Posts one frame to the peer if there is room now. `Ok(false)`: full, try later.
     fn try_send(&self, hdr: &FrameHeader, payload: &[u8]) -> Result<bool>;
 
-    /// Hands the oldest unread frame from the peer to `visit`, then releases it.
-    /// `Ok(false)`: nothing to read now. The payload slice is only valid inside `visit`
+    /// Hands the oldest unread frame from the peer to `visit`, then releases it (a link that
+    /// keeps whole collective messages apart — shared memory's boxes — may hand those after
+    /// its stream: they are matched by key, never by order). `Ok(false)`: nothing to read now. The payload slice is only valid inside `visit`
     /// (for shared memory it points into the peer-shared slot: zero copies).
     fn try_recv(&self, visit: &mut dyn FnMut(&FrameHeader, &[u8]) -> Result<()>) -> Result<bool>;
 
