@@ -8,7 +8,8 @@
 //! block it received in step s−1 (its own first), pipelined in chunks; n−1 steps, and each
 //! rank sends and receives every other block once. Zero-sized blocks still travel as one empty
 //! message, so the schedule has the same shape on every rank.
-//! Small totals: one-shot — every rank sends its block straight to every other rank.
+//! Small totals: one-shot — every rank sends its block straight to every other rank (each
+//! block within a fragment: without a schedule, `direct::GatherOp`).
 //! Large totals on one host, 3 ranks or more: the one-shot as a fan-out, as `MPI_Allgather`
 //! does (`allgather.rs`): each block is copied once into its owner's stage and out once by
 //! every other rank — n copies of a block where the ring makes 2(n−1) + 1, whatever the
@@ -17,6 +18,7 @@
 //! Every rank knows every block size, so all pick the same algorithm and chunking.
 
 use super::allreduce::{copy_if_needed, copy_ring_fragment};
+use super::direct;
 use super::hier;
 use super::ring::Ring;
 use super::select::{choose, forced_levels, Algo};
@@ -25,6 +27,7 @@ use crate::comm::Comm;
 use crate::engine::{Fold, Schedule};
 use crate::error::Result;
 use crate::frame::Signature;
+use std::sync::Arc;
 
 /// Gathers every rank's block into `recv[p]` (`(pointer, bytes)` per rank `p`) on every rank;
 /// this rank's `recv[rank].1` bytes are read from `send`, where `send == recv[rank].0` means
@@ -36,6 +39,61 @@ pub fn allgatherv(
     sig: Signature,
 ) -> Result<()> {
     build_allgatherv(comm, send, recv, sig)?.run()
+}
+
+/// [`allgatherv`] as the operation of a request (every `MPI_Allgatherv` form, through
+/// `abi::api::plan`): the allocation-free one-shot where the totals are small and every block
+/// fits one fragment (the schedule's frames), else the schedule of [`build_allgatherv`].
+/// `finish` runs on completion.
+pub fn allgatherv_op(
+    comm: &Arc<Comm>,
+    send: *const u8,
+    recv: Vec<(*mut u8, usize)>,
+    sig: Signature,
+    finish: Option<Box<dyn FnOnce() + Send>>,
+) -> Result<Box<dyn crate::request::Op>> {
+    let (n, r) = (comm.size(), comm.rank);
+    assert_eq!(recv.len(), n, "one receive span per rank");
+    let total: usize = recv.iter().map(|b| b.1).sum();
+    let biggest = recv.iter().map(|b| b.1).max().unwrap_or(0);
+    if n > 1 && algo(comm, total) == Algo::OneShot && direct::fits(comm, biggest) {
+        let seq = comm.next_seq();
+        comm.note_algo(sig.kind, Algo::OneShot, total);
+        copy_if_needed(send, recv[r].0, recv[r].1);
+        return Ok(Box::new(direct::GatherOp::new(
+            comm.clone(),
+            seq,
+            recv,
+            sig,
+            finish,
+        )?));
+    }
+    let s = crate::request::Sched::new(
+        comm.clone(),
+        move |c| build_allgatherv(c, send, &recv, sig),
+        finish,
+    )?;
+    Ok(Box::new(s))
+}
+
+/// The algorithm of an allgatherv of `total` bytes on more than one rank (every rank decides
+/// alike: the total, the topology, the settings).
+fn algo(comm: &Comm, total: usize) -> Algo {
+    if hier::fits(comm.topology()) && forced_levels("allgatherv").unwrap_or(true) {
+        return Algo::Hier;
+    }
+    let large = if fans_out(comm) {
+        Algo::OneShot
+    } else {
+        Algo::Ring
+    };
+    choose(
+        "allgatherv",
+        total,
+        &[Algo::Ring, Algo::OneShot],
+        Algo::OneShot,
+        large,
+    )
 }
 
 /// The schedule of [`allgatherv`], built (call number taken) but not run.
@@ -56,23 +114,7 @@ pub fn build_allgatherv<'c>(
         return Ok(Schedule::new(comm.ctx(sig, seq, 1)));
     }
     let t = comm.topology();
-    let two_level = hier::fits(t) && forced_levels("allgatherv").unwrap_or(true);
-    let algo = if two_level {
-        Algo::Hier
-    } else {
-        let large = if fans_out(comm) {
-            Algo::OneShot
-        } else {
-            Algo::Ring
-        };
-        choose(
-            "allgatherv",
-            total,
-            &[Algo::Ring, Algo::OneShot],
-            Algo::OneShot,
-            large,
-        )
-    };
+    let algo = algo(comm, total);
     comm.note_algo(sig.kind, algo, total);
     let mut s = Schedule::new(comm.ctx(sig, seq, 1));
     match algo {

@@ -661,22 +661,106 @@ pub(super) fn gather(
     blk: usize,
     sig: Signature,
 ) -> Result<()> {
-    let (n, r) = (comm.size(), comm.rank);
     debug_assert!(fits(comm, blk));
-    let others = (0..n).filter(|&p| p != r).fold(0u64, |m, p| m | 1 << p);
-    let mut hdr = FrameHeader::new(&sig, comm.id, seq, tag(0, 0), comm.ep.rank as u32);
-    hdr.set_msg_len(blk as u64);
-    let mut w = Gather {
-        comm,
-        seq,
-        sig,
-        hdr,
-        recv,
-        blk,
-        to_send: others,
-        to_take: others,
-    };
+    let mut w = Gather::new(comm, seq, Blocks::Even { recv, blk }, sig);
     run(comm, seq, &mut w)
+}
+
+/// Where each rank's block of a [`gather`] lies.
+#[derive(Clone, Copy)]
+enum Blocks<'a> {
+    /// `blk` bytes at `recv + p × blk` (allgather).
+    Even { recv: *mut u8, blk: usize },
+    /// Anywhere, any size (allgatherv).
+    Spans(&'a [(*mut u8, usize)]),
+}
+
+impl Blocks<'_> {
+    /// Rank `p`'s block: (pointer, bytes).
+    fn of(&self, p: usize) -> (*mut u8, usize) {
+        match *self {
+            Blocks::Even { recv, blk } => (recv.wrapping_add(p * blk), blk),
+            Blocks::Spans(s) => s[p],
+        }
+    }
+}
+
+/// The one-shot allgatherv as the operation of a request (blocking, nonblocking or
+/// persistent, through `abi::api::plan`): rank p's block is `spans[p]` (pointer, bytes), ours
+/// already in place; the frames are those of `build_allgatherv`'s one-shot, without the
+/// schedule's allocations. The caller has checked [`fits`] for the largest block.
+pub struct GatherOp {
+    // Field order matters: `w` borrows from `_spans` and `_comm` and drops first.
+    w: Gather<'static>,
+    _spans: Box<[(*mut u8, usize)]>,
+    finish: Option<Box<dyn FnOnce() + Send>>,
+    _comm: Arc<Comm>,
+}
+
+// SAFETY: as for `OneShotOp`: the raw pointers point into the caller's buffers (which MPI
+// forbids the caller to touch until the request completes); the `Comm` and the spans the state
+// borrows are kept alive, unmoved on the heap, by the fields that drop after it; the request's
+// lock makes one thread step it at once.
+unsafe impl Send for GatherOp {}
+
+impl GatherOp {
+    /// Call `seq` (already taken); `finish` runs on completion.
+    pub(super) fn new(
+        comm: Arc<Comm>,
+        seq: u64,
+        spans: Vec<(*mut u8, usize)>,
+        sig: Signature,
+        finish: Option<Box<dyn FnOnce() + Send>>,
+    ) -> Result<GatherOp> {
+        debug_assert_eq!(spans.len(), comm.size());
+        debug_assert!(spans.iter().all(|s| fits(&comm, s.1)));
+        if let Some(e) = comm.ep.notices().find(comm.id, seq) {
+            return Err(e);
+        }
+        let spans = spans.into_boxed_slice();
+        // SAFETY: the `Comm` lives in the `Arc`'s heap block and the spans in their boxed
+        // slice's, neither of which moves; both are stored in the returned value next to the
+        // state, which drops first.
+        let (c, s): (&'static Comm, &'static [(*mut u8, usize)]) = unsafe {
+            (
+                &*Arc::as_ptr(&comm),
+                &*(&*spans as *const [(*mut u8, usize)]),
+            )
+        };
+        Ok(GatherOp {
+            w: Gather::new(c, seq, Blocks::Spans(s), sig),
+            _spans: spans,
+            finish,
+            _comm: comm,
+        })
+    }
+}
+
+impl Wait for GatherOp {
+    fn poll(&mut self, last: bool) -> Result<Step> {
+        self.w.poll(last)
+    }
+    fn describe(&self) -> String {
+        self.w.describe()
+    }
+    fn blocked_on(&self, out: &mut Vec<usize>) {
+        self.w.blocked_on(out)
+    }
+    fn noticed(&self) -> Option<Error> {
+        self.w.noticed()
+    }
+}
+
+impl Op for GatherOp {
+    fn complete(&mut self) -> Result<Completion> {
+        if let Some(f) = self.finish.take() {
+            f();
+        }
+        Ok(Completion::empty())
+    }
+    fn failed(&mut self, e: Error) -> Error {
+        call_failed(self.w.comm, self.w.seq, e)
+    }
 }
 
 /// The state of one fast allgather ([`gather`]).
@@ -686,22 +770,39 @@ struct Gather<'a> {
     sig: Signature,
     /// The header of every frame we send.
     hdr: FrameHeader,
-    recv: *mut u8,
-    blk: usize,
+    blocks: Blocks<'a>,
     /// Comm ranks we still have to send our block to (bit p).
     to_send: u64,
     /// Comm ranks whose block has not arrived yet (bit p).
     to_take: u64,
 }
 
+impl<'a> Gather<'a> {
+    fn new(comm: &'a Comm, seq: u64, blocks: Blocks<'a>, sig: Signature) -> Gather<'a> {
+        let (n, r) = (comm.size(), comm.rank);
+        let others = (0..n).filter(|&p| p != r).fold(0u64, |m, p| m | 1 << p);
+        let mut hdr = FrameHeader::new(&sig, comm.id, seq, tag(0, 0), comm.ep.rank as u32);
+        hdr.set_msg_len(blocks.of(r).1 as u64);
+        Gather {
+            comm,
+            seq,
+            sig,
+            hdr,
+            blocks,
+            to_send: others,
+            to_take: others,
+        }
+    }
+}
+
 impl Wait for Gather<'_> {
     fn poll(&mut self, last: bool) -> Result<Step> {
-        let (r, blk, recv) = (self.comm.rank, self.blk, self.recv);
         let mut moved = false;
+        let (own, own_len) = self.blocks.of(self.comm.rank);
         for p in bits(self.to_send) {
-            // SAFETY: our block lies at recv + r × blk, `blk` bytes (the caller put it there;
-            // the ABI layer checked the buffer); no arriving block is written over it.
-            let payload = unsafe { slice(recv.wrapping_add(r * blk), blk) };
+            // SAFETY: our block lies at `own`, `own_len` bytes (the caller put it there; the
+            // ABI layer checked the buffer); no arriving block is written over it.
+            let payload = unsafe { slice(own, own_len) };
             if self
                 .comm
                 .ep
@@ -712,12 +813,13 @@ impl Wait for Gather<'_> {
             }
         }
         for j in bits(self.to_take) {
-            let at = recv.wrapping_add(j * blk);
-            if take_whole(self.comm, self.seq, &self.sig, j, blk, |payload| {
-                if blk > 0 {
-                    // SAFETY: block j of `recv` is valid for `blk` bytes, disjoint from our
-                    // own block and from the transport's memory.
-                    unsafe { std::ptr::copy_nonoverlapping(payload.as_ptr(), at, blk) };
+            let (at, len) = self.blocks.of(j);
+            if take_whole(self.comm, self.seq, &self.sig, j, len, |payload| {
+                if len > 0 {
+                    // SAFETY: block j is valid for `len` bytes (the ABI layer checked the
+                    // buffer and laid the blocks out), disjoint from our own block and from
+                    // the transport's memory.
+                    unsafe { std::ptr::copy_nonoverlapping(payload.as_ptr(), at, len) };
                 }
             })? {
                 self.to_take &= !(1 << j);

@@ -28,7 +28,7 @@ mod scatter;
 mod select;
 
 pub use allgather::{allgather, allgather_internal, build_allgather};
-pub use allgatherv::{allgatherv, build_allgatherv};
+pub use allgatherv::{allgatherv, allgatherv_op, build_allgatherv};
 pub use allreduce::{allreduce, allreduce_op, build_allreduce};
 pub use alltoall::{alltoallv, build_alltoallv};
 pub use barrier::{barrier, build_barrier};

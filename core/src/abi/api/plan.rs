@@ -416,7 +416,7 @@ pub unsafe fn allgatherv(
     // Fits: every signature is at most its block's bytes, which add up to an isize.
     let total: usize = laid.typed.iter().map(|t| t.sig).sum();
     let s = sig(Kind::Allgatherv, total, BYTE, 0, -1);
-    Ok(Plan::new(None, move |c| {
+    Ok(Plan::of_op(None, move |c| {
         let rb = rs.v.blocks(recv, &laid.items);
         // SAFETY: MPI: sendbuf holds `sendcount` items to read.
         let st = own
@@ -436,11 +436,7 @@ pub unsafe fn allgatherv(
             // SAFETY: MPI: recvbuf holds every rank's block, to write, until completion.
             unsafe { rb.store_all_but(skip) }
         });
-        Sched::new(
-            c.clone(),
-            move |c| coll::build_allgatherv(c, sp, &spans, s),
-            finish,
-        )
+        coll::allgatherv_op(c, sp, spans, s, finish)
     }))
 }
 
