@@ -86,19 +86,26 @@ fn algo(comm: &Comm, total: usize) -> Algo {
     if two_level {
         Algo::Hier
     } else {
-        let large = if fans_out(comm) {
-            Algo::OneShot
-        } else {
-            Algo::Ring
-        };
-        choose(
-            "allgather",
-            total,
-            &[Algo::Ring, Algo::OneShot],
-            Algo::OneShot,
-            large,
-        )
+        flat_algo(comm, "allgather", total)
     }
+}
+
+/// The one-level algorithm of an allgather or allgatherv (`coll`, as in `HCOMM_ALGO`) of
+/// `total` bytes: the one-shot when small, and when large too where it fans out ([`fans_out`]),
+/// else the ring.
+pub(super) fn flat_algo(comm: &Comm, coll: &str, total: usize) -> Algo {
+    let large = if fans_out(comm) {
+        Algo::OneShot
+    } else {
+        Algo::Ring
+    };
+    choose(
+        coll,
+        total,
+        &[Algo::Ring, Algo::OneShot],
+        Algo::OneShot,
+        large,
+    )
 }
 
 /// The schedule of [`allgather`], built (call number taken) but not run.

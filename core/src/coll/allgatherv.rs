@@ -9,7 +9,7 @@
 //! rank sends and receives every other block once. Zero-sized blocks still travel as one empty
 //! message, so the schedule has the same shape on every rank.
 //! Small totals: one-shot — every rank sends its block straight to every other rank (each
-//! block within a fragment: without a schedule, `direct::GatherOp`).
+//! block within a fragment: without a schedule, `direct::gather_op`).
 //! Large totals on one host, 3 ranks or more: the one-shot as a fan-out, as `MPI_Allgather`
 //! does (`allgather.rs`): each block is copied once into its owner's stage and out once by
 //! every other rank — n copies of a block where the ring makes 2(n−1) + 1, whatever the
@@ -21,8 +21,8 @@ use super::allreduce::{copy_if_needed, copy_ring_fragment};
 use super::direct;
 use super::hier;
 use super::ring::Ring;
-use super::select::{choose, forced_levels, Algo};
-use super::{chunk_elems, fans_out, tag};
+use super::select::{forced_levels, Algo};
+use super::{chunk_elems, tag};
 use crate::comm::Comm;
 use crate::engine::{Fold, Schedule};
 use crate::error::Result;
@@ -60,13 +60,7 @@ pub fn allgatherv_op(
         let seq = comm.next_seq();
         comm.note_algo(sig.kind, Algo::OneShot, total);
         copy_if_needed(send, recv[r].0, recv[r].1);
-        return Ok(Box::new(direct::GatherOp::new(
-            comm.clone(),
-            seq,
-            recv,
-            sig,
-            finish,
-        )?));
+        return direct::gather_op(comm.clone(), seq, recv, sig, finish);
     }
     let s = crate::request::Sched::new(
         comm.clone(),
@@ -82,18 +76,7 @@ fn algo(comm: &Comm, total: usize) -> Algo {
     if hier::fits(comm.topology()) && forced_levels("allgatherv").unwrap_or(true) {
         return Algo::Hier;
     }
-    let large = if fans_out(comm) {
-        Algo::OneShot
-    } else {
-        Algo::Ring
-    };
-    choose(
-        "allgatherv",
-        total,
-        &[Algo::Ring, Algo::OneShot],
-        Algo::OneShot,
-        large,
-    )
+    super::allgather::flat_algo(comm, "allgatherv", total)
 }
 
 /// The schedule of [`allgatherv`], built (call number taken) but not run.

@@ -67,7 +67,7 @@ pub fn allreduce_op(
     {
         let seq = comm.next_seq();
         comm.note_algo(Kind::Allreduce, Algo::OneShot, nbytes);
-        let op = direct::OneShotOp::new(
+        return direct::oneshot_op(
             comm.clone(),
             seq,
             send,
@@ -77,8 +77,7 @@ pub fn allreduce_op(
             red,
             sig,
             finish,
-        )?;
-        return Ok(Box::new(op));
+        );
     }
     let dt = *dt;
     let s = crate::request::Sched::new(

@@ -129,59 +129,31 @@ pub(super) fn oneshot_scatter(
     Ok(())
 }
 
-/// The one-shot fold as the operation of a request (a nonblocking or persistent allreduce
-/// whose message fits, [`fits`]): the same state machine, frames and fold order as the
-/// blocking fast path, without the schedule's allocations; an in-place input's copy lives on
-/// the heap instead of the stack.
-pub struct OneShotOp {
-    // Field order matters: `w` borrows from `_comm` (and `_saved`) and drops first.
-    w: OneShot<'static>,
-    _saved: Option<Box<MaybeUninit<Saved>>>,
+/// A state machine of this module as the operation of a request (nonblocking, persistent, or
+/// a blocking call made through a plan): the same states, frames and order as the blocking
+/// fast path, without the schedule's allocations. `keep` holds what the state borrows besides
+/// the communicator (an in-place input's copy, the allgatherv's spans), on the heap so that it
+/// does not move.
+struct StateOp<W, K> {
+    // Field order matters: `w` borrows from `_keep` and `_comm` and drops first.
+    w: W,
+    _keep: K,
     finish: Option<Box<dyn FnOnce() + Send>>,
     _comm: Arc<Comm>,
 }
 
-// SAFETY: as for `request::Sched`: the raw pointers point into the caller's buffers (which MPI
-// forbids the caller to touch until the request completes) and into `_saved`; the `Comm` the
-// state borrows is kept alive by `_comm`; the request's lock makes one thread step it at once.
-unsafe impl Send for OneShotOp {}
+// SAFETY: as for `request::Sched`: the raw pointers of the states point into the caller's
+// buffers (which MPI forbids the caller to touch until the request completes) and into
+// `_keep`; the `Comm` and `_keep` the state borrows are kept alive, unmoved on the heap, by the
+// fields that drop after it; the request's lock makes one thread step it at once.
+unsafe impl<W, K> Send for StateOp<W, K> {}
 
-impl OneShotOp {
-    /// Call `seq` (already taken) of the one-shot allreduce; `finish` runs on completion.
-    /// The caller has checked [`fits`].
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn new(
-        comm: Arc<Comm>,
-        seq: u64,
-        send: *const u8,
-        recv: *mut u8,
-        count: usize,
-        extent: usize,
-        red: Reduction,
-        sig: Signature,
-        finish: Option<Box<dyn FnOnce() + Send>>,
-    ) -> Result<OneShotOp> {
-        if let Some(e) = comm.ep.notices().find(comm.id, seq) {
-            return Err(e);
-        }
-        // SAFETY: the `Comm` lives in the `Arc`'s heap block, which does not move, and the
-        // `Arc` is stored in the returned value next to the state, which drops first.
-        let c: &'static Comm = unsafe { &*Arc::as_ptr(&comm) };
-        let mut saved = std::ptr::eq(send, recv).then(|| Box::new(MaybeUninit::<Saved>::uninit()));
-        let at = saved
-            .as_mut()
-            .map_or(std::ptr::null_mut(), |b| b.as_mut_ptr().cast::<u8>());
-        let w = OneShot::new(c, seq, send, recv, count, extent, red, None, sig, at);
-        Ok(OneShotOp {
-            w,
-            _saved: saved,
-            finish,
-            _comm: comm,
-        })
-    }
+/// What [`StateOp`] needs of a state besides [`Wait`]: the call it runs.
+trait CallState: Wait {
+    fn call(&self) -> (&Comm, u64);
 }
 
-impl Wait for OneShotOp {
+impl<W: CallState, K> Wait for StateOp<W, K> {
     fn poll(&mut self, last: bool) -> Result<Step> {
         self.w.poll(last)
     }
@@ -196,7 +168,7 @@ impl Wait for OneShotOp {
     }
 }
 
-impl Op for OneShotOp {
+impl<W: CallState, K> Op for StateOp<W, K> {
     fn complete(&mut self) -> Result<Completion> {
         if let Some(f) = self.finish.take() {
             f();
@@ -204,8 +176,49 @@ impl Op for OneShotOp {
         Ok(Completion::empty())
     }
     fn failed(&mut self, e: Error) -> Error {
-        self.w.failed(e)
+        let (comm, seq) = self.w.call();
+        call_failed(comm, seq, e)
     }
+}
+
+/// The `Comm` of `comm` for a state stored next to `comm` (see [`StateOp`]), or the failure
+/// already noticed for call `seq`.
+fn pinned(comm: &Arc<Comm>, seq: u64) -> Result<&'static Comm> {
+    if let Some(e) = comm.ep.notices().find(comm.id, seq) {
+        return Err(e);
+    }
+    // SAFETY: the `Comm` lives in the `Arc`'s heap block, which does not move; the caller
+    // stores the `Arc` in the `StateOp` next to the state, which drops first.
+    Ok(unsafe { &*Arc::as_ptr(comm) })
+}
+
+/// The one-shot fold of call `seq` (already taken) as the operation of a request (a
+/// nonblocking or persistent allreduce whose message fits, [`fits`]); an in-place input's copy
+/// lives on the heap instead of the stack. `finish` runs on completion.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn oneshot_op(
+    comm: Arc<Comm>,
+    seq: u64,
+    send: *const u8,
+    recv: *mut u8,
+    count: usize,
+    extent: usize,
+    red: Reduction,
+    sig: Signature,
+    finish: Option<Box<dyn FnOnce() + Send>>,
+) -> Result<Box<dyn Op>> {
+    let c = pinned(&comm, seq)?;
+    let mut saved = std::ptr::eq(send, recv).then(|| Box::new(MaybeUninit::<Saved>::uninit()));
+    let at = saved
+        .as_mut()
+        .map_or(std::ptr::null_mut(), |b| b.as_mut_ptr().cast::<u8>());
+    let w = OneShot::new(c, seq, send, recv, count, extent, red, None, sig, at);
+    Ok(Box::new(StateOp {
+        w,
+        _keep: saved,
+        finish,
+        _comm: comm,
+    }))
 }
 
 /// The state of one fast one-shot fold.
@@ -351,9 +364,11 @@ impl OneShot<'_> {
             }
         })
     }
+}
 
-    fn failed(&mut self, e: Error) -> Error {
-        call_failed(self.comm, self.seq, e)
+impl CallState for OneShot<'_> {
+    fn call(&self) -> (&Comm, u64) {
+        (self.comm, self.seq)
     }
 }
 
@@ -685,82 +700,31 @@ impl Blocks<'_> {
     }
 }
 
-/// The one-shot allgatherv as the operation of a request (blocking, nonblocking or
-/// persistent, through `abi::api::plan`): rank p's block is `spans[p]` (pointer, bytes), ours
-/// already in place; the frames are those of `build_allgatherv`'s one-shot, without the
-/// schedule's allocations. The caller has checked [`fits`] for the largest block.
-pub struct GatherOp {
-    // Field order matters: `w` borrows from `_spans` and `_comm` and drops first.
-    w: Gather<'static>,
-    _spans: Box<[(*mut u8, usize)]>,
+/// The one-shot allgatherv of call `seq` (already taken) as the operation of a request
+/// (blocking, nonblocking or persistent, through `abi::api::plan`): rank p's block is
+/// `spans[p]` (pointer, bytes), ours already in place; the frames are those of
+/// `build_allgatherv`'s one-shot. The caller has checked [`fits`] for the largest block.
+/// `finish` runs on completion.
+pub(super) fn gather_op(
+    comm: Arc<Comm>,
+    seq: u64,
+    spans: Vec<(*mut u8, usize)>,
+    sig: Signature,
     finish: Option<Box<dyn FnOnce() + Send>>,
-    _comm: Arc<Comm>,
-}
-
-// SAFETY: as for `OneShotOp`: the raw pointers point into the caller's buffers (which MPI
-// forbids the caller to touch until the request completes); the `Comm` and the spans the state
-// borrows are kept alive, unmoved on the heap, by the fields that drop after it; the request's
-// lock makes one thread step it at once.
-unsafe impl Send for GatherOp {}
-
-impl GatherOp {
-    /// Call `seq` (already taken); `finish` runs on completion.
-    pub(super) fn new(
-        comm: Arc<Comm>,
-        seq: u64,
-        spans: Vec<(*mut u8, usize)>,
-        sig: Signature,
-        finish: Option<Box<dyn FnOnce() + Send>>,
-    ) -> Result<GatherOp> {
-        debug_assert_eq!(spans.len(), comm.size());
-        debug_assert!(spans.iter().all(|s| fits(&comm, s.1)));
-        if let Some(e) = comm.ep.notices().find(comm.id, seq) {
-            return Err(e);
-        }
-        let spans = spans.into_boxed_slice();
-        // SAFETY: the `Comm` lives in the `Arc`'s heap block and the spans in their boxed
-        // slice's, neither of which moves; both are stored in the returned value next to the
-        // state, which drops first.
-        let (c, s): (&'static Comm, &'static [(*mut u8, usize)]) = unsafe {
-            (
-                &*Arc::as_ptr(&comm),
-                &*(&*spans as *const [(*mut u8, usize)]),
-            )
-        };
-        Ok(GatherOp {
-            w: Gather::new(c, seq, Blocks::Spans(s), sig),
-            _spans: spans,
-            finish,
-            _comm: comm,
-        })
-    }
-}
-
-impl Wait for GatherOp {
-    fn poll(&mut self, last: bool) -> Result<Step> {
-        self.w.poll(last)
-    }
-    fn describe(&self) -> String {
-        self.w.describe()
-    }
-    fn blocked_on(&self, out: &mut Vec<usize>) {
-        self.w.blocked_on(out)
-    }
-    fn noticed(&self) -> Option<Error> {
-        self.w.noticed()
-    }
-}
-
-impl Op for GatherOp {
-    fn complete(&mut self) -> Result<Completion> {
-        if let Some(f) = self.finish.take() {
-            f();
-        }
-        Ok(Completion::empty())
-    }
-    fn failed(&mut self, e: Error) -> Error {
-        call_failed(self.w.comm, self.w.seq, e)
-    }
+) -> Result<Box<dyn Op>> {
+    debug_assert_eq!(spans.len(), comm.size());
+    debug_assert!(spans.iter().all(|s| fits(&comm, s.1)));
+    let c = pinned(&comm, seq)?;
+    let spans = spans.into_boxed_slice();
+    // SAFETY: the spans live in their boxed slice's heap block, which does not move; it is
+    // stored in the `StateOp` next to the state, which drops first.
+    let s: &'static [(*mut u8, usize)] = unsafe { &*(&*spans as *const [(*mut u8, usize)]) };
+    Ok(Box::new(StateOp {
+        w: Gather::new(c, seq, Blocks::Spans(s), sig),
+        _keep: spans,
+        finish,
+        _comm: comm,
+    }))
 }
 
 /// The state of one fast allgather ([`gather`]).
@@ -845,6 +809,12 @@ impl Wait for Gather<'_> {
 
     fn noticed(&self) -> Option<Error> {
         self.comm.ep.notices().find(self.comm.id, self.seq)
+    }
+}
+
+impl CallState for Gather<'_> {
+    fn call(&self) -> (&Comm, u64) {
+        (self.comm, self.seq)
     }
 }
 
