@@ -420,6 +420,11 @@ int main(int argc, char **argv)
            MPI_ERR_BUFFER);
     expect("MPI_Allreduce recvbuf=NULL", MPI_Allreduce(sbuf, NULL, N, MPI_INT, MPI_SUM, MPI_COMM_WORLD),
            MPI_ERR_BUFFER);
+    /* The small calls' lean entry must leave these to the general checks. */
+    expect("MPI_Allreduce sendbuf == recvbuf", MPI_Allreduce(rbuf, rbuf, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD),
+           MPI_ERR_BUFFER);
+    expect("MPI_Allreduce recvbuf=MPI_IN_PLACE",
+           MPI_Allreduce(sbuf, MPI_IN_PLACE, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD), MPI_ERR_BUFFER);
     expect("MPI_Bcast buffer=NULL", MPI_Bcast(NULL, N, MPI_INT, 0, MPI_COMM_WORLD), MPI_ERR_BUFFER);
 #endif
 

@@ -77,6 +77,15 @@ fn run(c: &Comm, bufs: &[Mem], empty: bool, kernel: &dyn Fn(&Dev) -> bool) -> Re
     )
 }
 
+/// For a call whose buffers are all host memory and not empty: whether it takes the host path
+/// without a per-call vote, i.e. the communicator is not CUDA-aware. Counts the call toward
+/// the communicator's agreement exactly as [`allreduce`] & co. would (the agreement itself
+/// may run here), so a caller that gets `false` and then makes the general call is counted
+/// once: on a CUDA-aware communicator the general call's check counts nothing.
+pub fn host_path_without_vote(c: &Comm) -> Result<bool> {
+    Ok(!path::aware(c)?)
+}
+
 /// This rank refuses a device-buffer call it was about to make (see [`path::refuse`]): every
 /// peer's call fails too, instead of waiting for this rank. Call it in place of returning a
 /// refusal found before [`allreduce`] & co., at the same call.

@@ -83,7 +83,7 @@ pub(crate) fn reagree_at(call: u32) -> bool {
 
 /// Whether the communicator is CUDA-aware, agreeing on it at its first call and again on the
 /// schedule of [`reagree_at`] while the answer is no (once yes, it stays yes).
-fn aware(c: &Comm) -> Result<bool> {
+pub(super) fn aware(c: &Comm) -> Result<bool> {
     match c.cuda.load(Ordering::Acquire) {
         AWARE => return Ok(true),
         NOT_AWARE => {

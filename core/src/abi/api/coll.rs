@@ -148,6 +148,12 @@ pub unsafe fn allreduce(
                 let plan = unsafe { super::plan::allreduce(send, recv, count, dt, op, &c) }?;
                 return plan.run(&c);
             }
+            // SAFETY: MPI's contract for sendbuf/recvbuf, forwarded.
+            if let Some(done) =
+                unsafe { super::fast_lane::allreduce(send, recv, count, dt, op, &c) }
+            {
+                return done;
+            }
             // SAFETY: MPI's contract for sendbuf/recvbuf, checked inside.
             let io = unsafe { ReduceIo::new_device(send, recv, count, dt, op, &c) }?;
             let s = sig(Kind::Allreduce, io.elems, io.view.handle, op, -1);

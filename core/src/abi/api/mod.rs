@@ -29,6 +29,7 @@ mod comm_create;
 mod data_movement;
 mod env;
 mod error_codes;
+mod fast_lane;
 mod graph;
 mod grequest;
 mod groups;
