@@ -426,6 +426,7 @@ int main(int argc, char **argv)
     expect("MPI_Allreduce recvbuf=MPI_IN_PLACE",
            MPI_Allreduce(sbuf, MPI_IN_PLACE, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD), MPI_ERR_BUFFER);
     expect("MPI_Bcast buffer=NULL", MPI_Bcast(NULL, N, MPI_INT, 0, MPI_COMM_WORLD), MPI_ERR_BUFFER);
+    expect("MPI_Bcast buffer=MPI_IN_PLACE", MPI_Bcast(MPI_IN_PLACE, 1, MPI_INT, 0, MPI_COMM_WORLD), MPI_ERR_BUFFER);
 #endif
 
     /* datatypes */

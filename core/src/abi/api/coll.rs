@@ -75,6 +75,10 @@ pub unsafe fn bcast(
                 let plan = unsafe { super::plan::bcast(buf, count, dt, root, &c) }?;
                 return plan.run(&c);
             }
+            // SAFETY: MPI's contract for `buf`, forwarded.
+            if let Some(done) = unsafe { super::fast_lane::bcast(buf, count, dt, root, &c) } {
+                return done;
+            }
             let cnt = count_arg(count, "count")?;
             let v = type_arg(dt, "datatype")?.moving();
             let root = root_arg(root, &c)?;
@@ -116,6 +120,12 @@ pub unsafe fn reduce(
                 // SAFETY: the caller's contract, forwarded.
                 let plan = unsafe { super::plan::reduce(send, recv, count, dt, op, root, &c) }?;
                 return plan.run(&c);
+            }
+            // SAFETY: MPI's contract for sendbuf/recvbuf, forwarded.
+            if let Some(done) =
+                unsafe { super::fast_lane::reduce(send, recv, count, dt, op, root, &c) }
+            {
+                return done;
             }
             // SAFETY: MPI's contract for sendbuf/recvbuf, checked inside.
             let io = unsafe { RootReduceIo::new(send, recv, count, dt, op, root, &c, true) }?;
