@@ -47,6 +47,10 @@ pub struct Comm {
     pub(crate) cuda_calls: std::sync::atomic::AtomicU32,
     /// Which members share a host ([`crate::topology`]), derived on first use.
     topo: std::sync::OnceLock<crate::topology::Topology>,
+    /// The largest message the allocation-free small paths take on this communicator
+    /// (`coll::direct::fits`), derived on first use: it depends only on the links and the
+    /// process's settings, and deriving it is a tenth of an 8-byte call.
+    pub(crate) direct_limit: std::sync::OnceLock<Option<usize>>,
     /// Set on an intercommunicator (then `world` is the remote group and `rank` this
     /// process's rank in the local group; see `crate::intercomm`).
     inter: std::sync::OnceLock<Box<Inter>>,
@@ -129,6 +133,7 @@ impl Comm {
             cuda: AtomicU8::new(0),
             cuda_calls: std::sync::atomic::AtomicU32::new(0),
             topo: std::sync::OnceLock::new(),
+            direct_limit: std::sync::OnceLock::new(),
             inter: std::sync::OnceLock::new(),
             proc_topo: std::sync::OnceLock::new(),
             agreement: std::sync::OnceLock::new(),

@@ -1062,11 +1062,12 @@ fn may_single_copy(asked: bool) -> bool {
     }
 }
 
-/// Whether a schedule's send of `len` bytes may go as a single copy without being asked to
-/// (`HCOMM_CMA=1` and at least `HCOMM_CMA_BYTES`): the allocation-free small paths, which
-/// never send single copies, stand back then, so they still send the schedules' frames.
-pub(crate) fn unasked_single_copy(len: usize) -> bool {
-    may_single_copy(false) && len >= cma_threshold()
+/// The smallest send a schedule may make as a single copy without being asked to
+/// (`HCOMM_CMA=1`: `HCOMM_CMA_BYTES`); `None` when none goes so unasked. The allocation-free
+/// small paths, which never send single copies, stay below it, so they still send the
+/// schedules' frames.
+pub(crate) fn unasked_single_copy_from() -> Option<usize> {
+    may_single_copy(false).then(cma_threshold)
 }
 
 /// Messages of at least this many bytes go as a single copy where the link allows it

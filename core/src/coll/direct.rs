@@ -44,11 +44,22 @@ struct Saved([MaybeUninit<u8>; MAX_BYTES]);
 /// (at most [`MAX_RANKS`]), one fragment per message on every link, and no single copy the
 /// schedule would send instead (`HCOMM_CMA=1` with a small `HCOMM_CMA_BYTES`).
 pub(super) fn fits(comm: &Comm, nbytes: usize) -> bool {
-    let n = comm.size();
-    (2..=MAX_RANKS).contains(&n)
-        && nbytes <= MAX_BYTES
-        && super::allreduce::fragment(comm).is_ok_and(|f| nbytes <= f)
-        && !crate::engine::unasked_single_copy(nbytes)
+    comm.direct_limit
+        .get_or_init(|| limit(comm))
+        .is_some_and(|most| nbytes <= most)
+}
+
+/// The largest `nbytes` [`fits`] takes on `comm`; `None` where it takes nothing.
+fn limit(comm: &Comm) -> Option<usize> {
+    if !(2..=MAX_RANKS).contains(&comm.size()) {
+        return None;
+    }
+    let most = MAX_BYTES.min(super::allreduce::fragment(comm).ok()?);
+    // Below the size from which the schedule would send single copies unasked.
+    Some(match crate::engine::unasked_single_copy_from() {
+        Some(from) => most.min(from - 1),
+        None => most,
+    })
 }
 
 /// Runs the one-shot fold of call `seq` (already taken): every rank sends `send` to every
