@@ -62,9 +62,11 @@ echo "== soak: exit status $rc after $(( $(date +%s) - start )) s"
 if [ "$rc" = 124 ]; then
     echo "FAIL: the soak did not finish within $TIMEOUT s (a hang?)"
 fi
+# Only segments that were not there before count: another job's may come and go meanwhile.
 shm_after=$(ls /dev/shm 2>/dev/null | grep '^hcomm-' || true)
-if [ "$shm_after" != "$shm_before" ]; then
-    echo "FAIL: shared-memory segments left behind: $shm_after"
+shm_new=$(comm -13 <(echo "$shm_before" | sort) <(echo "$shm_after" | sort) | grep . || true)
+if [ -n "$shm_new" ]; then
+    echo "FAIL: shared-memory segments left behind: $shm_new"
     rc=1
 fi
 exit "$rc"

@@ -427,6 +427,10 @@ int main(int argc, char **argv)
            MPI_Allreduce(sbuf, MPI_IN_PLACE, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD), MPI_ERR_BUFFER);
     expect("MPI_Bcast buffer=NULL", MPI_Bcast(NULL, N, MPI_INT, 0, MPI_COMM_WORLD), MPI_ERR_BUFFER);
     expect("MPI_Bcast buffer=MPI_IN_PLACE", MPI_Bcast(MPI_IN_PLACE, 1, MPI_INT, 0, MPI_COMM_WORLD), MPI_ERR_BUFFER);
+    expect("MPI_Allgather sendbuf = own block of recvbuf",
+           MPI_Allgather(rbuf + rank * sizeof(int), 1, MPI_INT, rbuf, 1, MPI_INT, MPI_COMM_WORLD), MPI_ERR_BUFFER);
+    expect("MPI_Reduce_scatter_block sendbuf == recvbuf",
+           MPI_Reduce_scatter_block(rbuf, rbuf, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD), MPI_ERR_BUFFER);
 #endif
 
     /* datatypes */

@@ -596,6 +596,12 @@ pub unsafe fn allgather(
                     unsafe { super::plan::allgather(send, scount, sdt, recv, rcount, rdt, &c) }?;
                 return plan.run(&c);
             }
+            // SAFETY: MPI's contract for sendbuf/recvbuf, forwarded.
+            if let Some(done) =
+                unsafe { super::fast_lane::allgather(send, scount, sdt, recv, rcount, rdt, &c) }
+            {
+                return done;
+            }
             let rcnt = count_arg(rcount, "recvcount")?;
             let rt = type_arg(rdt, "recvtype")?;
             let rv = rt.moving();
@@ -738,6 +744,12 @@ pub unsafe fn reduce_scatter_block(
                 let plan =
                     unsafe { super::plan::reduce_scatter_block(send, recv, count, dt, op, &c) }?;
                 return plan.run(&c);
+            }
+            // SAFETY: MPI's contract for sendbuf/recvbuf, forwarded.
+            if let Some(done) =
+                unsafe { super::fast_lane::reduce_scatter_block(send, recv, count, dt, op, &c) }
+            {
+                return done;
             }
             // SAFETY: pointers are validated inside before use.
             unsafe {

@@ -32,11 +32,11 @@ fn predefined(count: Count, dt: c_int) -> Option<(Datatype, usize, usize)> {
     Some((d, n, len))
 }
 
-/// Whether the `len` bytes at each pointer are host memory (a null pointer is not).
-fn host(bufs: &[*const c_void], len: usize) -> bool {
+/// Whether each `(pointer, bytes)` is host memory (a null pointer is not).
+fn host(bufs: &[(*const c_void, usize)]) -> bool {
     let k = cuda::Classifier::new();
     bufs.iter()
-        .all(|&p| !p.is_null() && matches!(k.of(p, len), Ok(Mem::Host)))
+        .all(|&(p, len)| !p.is_null() && matches!(k.of(p, len), Ok(Mem::Host)))
 }
 
 /// `MPI_Allreduce` when its arguments are plain (see the module's text): `None` sends the call
@@ -60,8 +60,8 @@ pub(super) unsafe fn allreduce(
     if is_in_place(recv_c) || (!in_place && std::ptr::eq(send, recv_c)) {
         return None;
     }
-    let bufs = [recv_c, send];
-    if !host(&bufs[..if in_place { 1 } else { 2 }], len) {
+    let bufs = [(recv_c, len), (send, len)];
+    if !host(&bufs[..if in_place { 1 } else { 2 }]) {
         return None;
     }
     match no_vote(c) {
@@ -106,7 +106,7 @@ pub(super) unsafe fn bcast(
 ) -> Option<Result<()>> {
     let (d, n, len) = predefined(count, dt)?;
     let root = root_of(root, c)?;
-    if is_in_place(buf) || !host(&[buf.cast_const()], len) {
+    if is_in_place(buf) || !host(&[(buf.cast_const(), len)]) {
         return None;
     }
     match no_vote(c) {
@@ -147,9 +147,9 @@ pub(super) unsafe fn reduce(
         return None;
     }
     let plain = match (is_root, in_place) {
-        (true, true) => host(&[recv_c], len),
-        (true, false) => host(&[recv_c, send], len),
-        (false, _) => host(&[send], len),
+        (true, true) => host(&[(recv_c, len)]),
+        (true, false) => host(&[(recv_c, len), (send, len)]),
+        (false, _) => host(&[(send, len)]),
     };
     if !plain {
         return None;
@@ -170,6 +170,108 @@ pub(super) unsafe fn reduce(
         &d,
         red,
         root,
+        s,
+    ))
+}
+
+/// `MPI_Allgather` when its arguments are plain (see the module's text), with the same
+/// predefined datatype and count on both sides (or `MPI_IN_PLACE`).
+///
+/// # Safety
+/// MPI's contract for `send` (unless `MPI_IN_PLACE`) and `recv`, as for the general call.
+#[allow(clippy::too_many_arguments)]
+pub(super) unsafe fn allgather(
+    send: *const c_void,
+    scount: Count,
+    sdt: c_int,
+    recv: *mut c_void,
+    rcount: Count,
+    rdt: c_int,
+    c: &Comm,
+) -> Option<Result<()>> {
+    let (d, n, block) = predefined(rcount, rdt)?;
+    let total = block.checked_mul(c.size())?;
+    let recv_c = recv.cast_const();
+    let own = recv.cast::<u8>().wrapping_add(c.rank * block);
+    let in_place = is_in_place(send);
+    // The general layer rejects a NULL or MPI_IN_PLACE recvbuf and a sendbuf that is the own
+    // block of recvbuf; other datatypes and counts may still match, there.
+    if is_in_place(recv_c)
+        || !in_place && (sdt != rdt || scount != rcount || std::ptr::eq(send.cast(), own))
+    {
+        return None;
+    }
+    let bufs = [(recv_c, total), (send, block)];
+    if !host(&bufs[..if in_place { 1 } else { 2 }]) {
+        return None;
+    }
+    match no_vote(c) {
+        Ok(true) => {}
+        Ok(false) => return None,
+        Err(e) => return Some(Err(e)),
+    }
+    let input = if in_place {
+        own.cast_const()
+    } else {
+        send.cast()
+    };
+    let s = sig(Kind::Allgather, n, rdt, 0, -1);
+    Some(coll::allgather(c, input, recv.cast(), n, &d, s))
+}
+
+/// The most ranks [`reduce_scatter_block`] takes (its counts live on the stack).
+const MAX_BLOCK_RANKS: usize = 64;
+
+/// `MPI_Reduce_scatter_block` when its arguments are plain (see the module's text).
+///
+/// # Safety
+/// MPI's contract for `send` (or `recv` in place: the whole input) and `recv`, as for the
+/// general call.
+pub(super) unsafe fn reduce_scatter_block(
+    send: *const c_void,
+    recv: *mut c_void,
+    count: Count,
+    dt: c_int,
+    op: c_int,
+    c: &Comm,
+) -> Option<Result<()>> {
+    let (d, n, mine) = predefined(count, dt)?;
+    let red = builtin_reduction(op, &d)?;
+    let size = c.size();
+    if size > MAX_BLOCK_RANKS {
+        return None;
+    }
+    let total = n.checked_mul(size)?;
+    let total_bytes = mine.checked_mul(size)?;
+    let recv_c = recv.cast_const();
+    let in_place = is_in_place(send);
+    // The general layer rejects a NULL or MPI_IN_PLACE recvbuf and a sendbuf equal to it.
+    if is_in_place(recv_c) || (!in_place && std::ptr::eq(send, recv_c)) {
+        return None;
+    }
+    let plain = if in_place {
+        host(&[(recv_c, total_bytes)])
+    } else {
+        host(&[(send, total_bytes), (recv_c, mine)])
+    };
+    if !plain {
+        return None;
+    }
+    match no_vote(c) {
+        Ok(true) => {}
+        Ok(false) => return None,
+        Err(e) => return Some(Err(e)),
+    }
+    let counts = [n; MAX_BLOCK_RANKS];
+    let input = if in_place { recv_c } else { send };
+    let s = sig(Kind::ReduceScatterBlock, total, dt, op, -1);
+    Some(coll::reduce_scatter(
+        c,
+        input.cast(),
+        recv.cast(),
+        &counts[..size],
+        &d,
+        red,
         s,
     ))
 }
