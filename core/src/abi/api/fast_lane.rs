@@ -64,14 +64,11 @@ pub(super) unsafe fn allreduce(
     if !host(&bufs[..if in_place { 1 } else { 2 }]) {
         return None;
     }
-    match no_vote(c) {
-        Ok(true) => {}
-        Ok(false) => return None,
-        Err(e) => return Some(Err(e)),
-    }
     let input = if in_place { recv_c } else { send };
     let s = sig(Kind::Allreduce, n, dt, op, -1);
-    Some(coll::allreduce(c, input.cast(), recv.cast(), n, &d, red, s))
+    unless_voting(c, || {
+        coll::allreduce(c, input.cast(), recv.cast(), n, &d, red, s)
+    })
 }
 
 /// The reduction `op` over predefined datatype `d` when both are predefined and the op is
@@ -87,10 +84,15 @@ fn root_of(root: c_int, c: &Comm) -> Option<usize> {
     usize::try_from(root).ok().filter(|&r| r < c.size())
 }
 
-/// Whether the call takes the host path without a vote (see
-/// [`cuda::host_path_without_vote`]): `Err` ends the call with its error.
-fn no_vote(c: &Comm) -> std::result::Result<bool, crate::error::Error> {
-    cuda::host_path_without_vote(c)
+/// Makes `call` (the host collective) unless the communicator is CUDA-aware, where every call
+/// votes on its path: that one goes to the general layer (`None`). Counts the call toward the
+/// communicator's CUDA agreement as the general layer would ([`cuda::host_path_without_vote`]).
+fn unless_voting(c: &Comm, call: impl FnOnce() -> Result<()>) -> Option<Result<()>> {
+    match cuda::host_path_without_vote(c) {
+        Ok(true) => Some(call()),
+        Ok(false) => None,
+        Err(e) => Some(Err(e)),
+    }
 }
 
 /// `MPI_Bcast` when its arguments are plain (see the module's text).
@@ -109,13 +111,8 @@ pub(super) unsafe fn bcast(
     if is_in_place(buf) || !host(&[(buf.cast_const(), len)]) {
         return None;
     }
-    match no_vote(c) {
-        Ok(true) => {}
-        Ok(false) => return None,
-        Err(e) => return Some(Err(e)),
-    }
     let s = sig(Kind::Bcast, n, dt, 0, root as i32);
-    Some(coll::bcast(c, buf.cast(), n, &d, root, s))
+    unless_voting(c, || coll::bcast(c, buf.cast(), n, &d, root, s))
 }
 
 /// `MPI_Reduce` when its arguments are plain (see the module's text).
@@ -154,24 +151,12 @@ pub(super) unsafe fn reduce(
     if !plain {
         return None;
     }
-    match no_vote(c) {
-        Ok(true) => {}
-        Ok(false) => return None,
-        Err(e) => return Some(Err(e)),
-    }
     let input = if in_place { recv_c } else { send };
     let out = if is_root { recv } else { std::ptr::null_mut() };
     let s = sig(Kind::Reduce, n, dt, op, root as i32);
-    Some(coll::reduce(
-        c,
-        input.cast(),
-        out.cast(),
-        n,
-        &d,
-        red,
-        root,
-        s,
-    ))
+    unless_voting(c, || {
+        coll::reduce(c, input.cast(), out.cast(), n, &d, red, root, s)
+    })
 }
 
 /// `MPI_Allgather` when its arguments are plain (see the module's text), with the same
@@ -205,18 +190,13 @@ pub(super) unsafe fn allgather(
     if !host(&bufs[..if in_place { 1 } else { 2 }]) {
         return None;
     }
-    match no_vote(c) {
-        Ok(true) => {}
-        Ok(false) => return None,
-        Err(e) => return Some(Err(e)),
-    }
     let input = if in_place {
         own.cast_const()
     } else {
         send.cast()
     };
     let s = sig(Kind::Allgather, n, rdt, 0, -1);
-    Some(coll::allgather(c, input, recv.cast(), n, &d, s))
+    unless_voting(c, || coll::allgather(c, input, recv.cast(), n, &d, s))
 }
 
 /// The most ranks [`reduce_scatter_block`] takes (its counts live on the stack).
@@ -257,21 +237,10 @@ pub(super) unsafe fn reduce_scatter_block(
     if !plain {
         return None;
     }
-    match no_vote(c) {
-        Ok(true) => {}
-        Ok(false) => return None,
-        Err(e) => return Some(Err(e)),
-    }
     let counts = [n; MAX_BLOCK_RANKS];
     let input = if in_place { recv_c } else { send };
     let s = sig(Kind::ReduceScatterBlock, total, dt, op, -1);
-    Some(coll::reduce_scatter(
-        c,
-        input.cast(),
-        recv.cast(),
-        &counts[..size],
-        &d,
-        red,
-        s,
-    ))
+    unless_voting(c, || {
+        coll::reduce_scatter(c, input.cast(), recv.cast(), &counts[..size], &d, red, s)
+    })
 }
