@@ -13,7 +13,7 @@
 
 use std::ffi::{c_int, c_void};
 
-use super::{is_in_place, sig, Count};
+use super::{count_arg, is_in_place, root_arg, sig, Count};
 use crate::abi::handles as h;
 use crate::coll::{self, Reduction};
 use crate::comm::Comm;
@@ -27,7 +27,7 @@ use crate::frame::Kind;
 /// representable.
 fn predefined(count: Count, dt: c_int) -> Option<(Datatype, usize, usize)> {
     let (d, _) = h::datatype(dt)?;
-    let n = usize::try_from(count).ok().filter(|&n| n > 0)?;
+    let n = count_arg(count, "count").ok().filter(|&n| n > 0)?;
     let len = n.checked_mul(d.extent).filter(|&l| l > 0)?;
     Some((d, n, len))
 }
@@ -55,7 +55,7 @@ pub(super) unsafe fn allreduce(
     let (d, n, len) = predefined(count, dt)?;
     let red = builtin_reduction(op, &d)?;
     let in_place = is_in_place(send);
-    let recv_c = recv as *const c_void;
+    let recv_c = recv.cast_const();
     // The general layer rejects a NULL or MPI_IN_PLACE recvbuf and a sendbuf equal to it.
     if is_in_place(recv_c) || (!in_place && std::ptr::eq(send, recv_c)) {
         return None;
@@ -77,11 +77,6 @@ fn builtin_reduction(op: c_int, d: &Datatype) -> Option<Reduction> {
     let (o, _) = h::op(op)?;
     (d.elem != ElemType::Opaque && crate::reduce::is_supported(d.elem, o))
         .then(|| Reduction::builtin(d.elem, o))
-}
-
-/// `root` when it is a rank of `c`.
-fn root_of(root: c_int, c: &Comm) -> Option<usize> {
-    usize::try_from(root).ok().filter(|&r| r < c.size())
 }
 
 /// Makes `call` (the host collective) unless the communicator is CUDA-aware, where every call
@@ -107,7 +102,7 @@ pub(super) unsafe fn bcast(
     c: &Comm,
 ) -> Option<Result<()>> {
     let (d, n, len) = predefined(count, dt)?;
-    let root = root_of(root, c)?;
+    let root = root_arg(root, c).ok()?;
     if is_in_place(buf) || !host(&[(buf.cast_const(), len)]) {
         return None;
     }
@@ -132,7 +127,7 @@ pub(super) unsafe fn reduce(
 ) -> Option<Result<()>> {
     let (d, n, len) = predefined(count, dt)?;
     let red = builtin_reduction(op, &d)?;
-    let root = root_of(root, c)?;
+    let root = root_arg(root, c).ok()?;
     let is_root = c.rank == root;
     let in_place = is_in_place(send);
     let recv_c = recv.cast_const();
