@@ -294,8 +294,17 @@ impl Comm {
 
     /// Logs the algorithm a collective takes, at INFO, once per (collective, algorithm) on
     /// this communicator (TRACE logs every call).
+    #[inline]
     pub fn note_algo(&self, kind: Kind, algo: Algo, bytes: usize) {
         crate::stats::note(algo, bytes, self.size());
+        // TRACE implies INFO: one level check on the path of every small call.
+        if crate::log::enabled(crate::log::Level::Info) {
+            self.log_algo(kind, algo, bytes);
+        }
+    }
+
+    #[cold]
+    fn log_algo(&self, kind: Kind, algo: Algo, bytes: usize) {
         crate::trace!(
             "{} on comm {:x}: {} bytes, algorithm {:?}",
             kind.mpi_name(),
@@ -303,19 +312,17 @@ impl Comm {
             bytes,
             algo
         );
-        if crate::log::enabled(crate::log::Level::Info) {
-            let mut l = self.logged.lock();
-            if !l.contains(&(kind, algo)) {
-                l.push((kind, algo));
-                crate::info!(
-                    "{} on comm {:x} (size {}): algorithm {:?} (first use, {} bytes)",
-                    kind.mpi_name(),
-                    self.id,
-                    self.size(),
-                    algo,
-                    bytes
-                );
-            }
+        let mut l = self.logged.lock();
+        if !l.contains(&(kind, algo)) {
+            l.push((kind, algo));
+            crate::info!(
+                "{} on comm {:x} (size {}): algorithm {:?} (first use, {} bytes)",
+                kind.mpi_name(),
+                self.id,
+                self.size(),
+                algo,
+                bytes
+            );
         }
     }
 

@@ -251,7 +251,7 @@ impl Endpoint {
         let boxed = !hdr.is_p2p() && !hdr.is_notice() && link.try_send_box(hdr, payload);
         let sent = boxed || link.try_send(hdr, payload)?;
         if sent {
-            crate::transport::count_sent(link.name(), payload.len());
+            crate::transport::count_sent(link, payload.len());
         }
         Ok(sent)
     }
@@ -268,7 +268,7 @@ impl Endpoint {
         let link = self.link(peer)?;
         let res = link.try_send_cma(hdr, buf)?;
         if let CmaSend::Posted(_) = res {
-            crate::transport::count_sent(link.name(), len);
+            crate::transport::count_sent(link, len);
         }
         Ok(res)
     }
@@ -303,7 +303,7 @@ impl Endpoint {
         let link = self.link(peer)?;
         let sent = link.try_send_staged(hdr, piece, len)?;
         if sent {
-            crate::transport::count_sent(link.name(), len);
+            crate::transport::count_sent(link, len);
         }
         Ok(sent)
     }

@@ -226,7 +226,8 @@ pub(super) fn oneshot_fold(
 
 /// The largest fragment the transport to the right neighbour moves (the same on every rank).
 pub(super) fn fragment(comm: &Comm) -> Result<usize> {
-    let right = comm.world[(comm.rank + 1) % comm.size()];
+    let next = comm.rank + 1;
+    let right = comm.world[if next == comm.size() { 0 } else { next }];
     comm.ep.max_payload(right)
 }
 

@@ -36,8 +36,10 @@ pub fn bcast(
         && !comm.topology().spans_hosts()
         && algo(comm, nbytes) == Algo::Tree
         && direct::fits(comm, nbytes)
-        // The schedule's tree in one chunk (`HCOMM_CHUNK_SIZE` may cut it smaller).
-        && chunk_elems(dt.extent, count, fragment(comm)?) >= count
+        // The schedule's tree in one chunk. Without `HCOMM_CHUNK_SIZE` a chunk is a fragment,
+        // which `fits` has checked already; the setting may cut it smaller.
+        && (crate::param::chunk_size().is_none()
+            || chunk_elems(dt.extent, count, fragment(comm)?) >= count)
     {
         // Latency-bound: the allocation-free tree (the schedule's frames, one chunk).
         let seq = comm.next_seq();

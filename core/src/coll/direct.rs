@@ -392,6 +392,19 @@ fn run(comm: &Comm, seq: u64, w: &mut impl Wait) -> Result<()> {
     drive(&comm.ep, w).map_err(|e| call_failed(comm, seq, e))
 }
 
+/// `(a + b) mod n` for `a < n` and `b <= n`, without a division (a 64-bit `div` takes tens of
+/// cycles, several per small call).
+#[inline]
+fn rotate(a: usize, b: usize, n: usize) -> usize {
+    debug_assert!(a < n && b <= n);
+    let s = a + b;
+    if s >= n {
+        s - n
+    } else {
+        s
+    }
+}
+
 /// The set bits of `mask`, lowest first.
 fn bits(mask: u64) -> impl Iterator<Item = usize> {
     let mut left = mask;
@@ -556,8 +569,8 @@ pub(super) fn relay(
 ) -> Result<()> {
     let (n, r) = (comm.size(), comm.rank);
     debug_assert!(fits(comm, nbytes));
-    let vr = (r + n - root) % n;
-    let real = |v: usize| (v + root) % n;
+    let vr = rotate(r, n - root, n);
+    let real = |v: usize| rotate(v, root, n);
     // The parent differs from us in our lowest set bit; the children are vr + 2^k for every
     // 2^k below that bit (all of them for the root), as in `build_bcast`. Bit k of `children`
     // stands for the child vr + 2^k: sent to from the highest k down, the largest subtree
@@ -575,13 +588,10 @@ pub(super) fn relay(
         }
         k += 1;
     }
-    let mut hdr = FrameHeader::new(&sig, comm.id, seq, tag(0, 0), comm.ep.rank as u32);
-    hdr.set_msg_len(nbytes as u64);
     let mut w = Relay {
         comm,
         seq,
         sig,
-        hdr,
         buf,
         nbytes,
         parent: (vr != 0).then(|| real(vr - (vr & vr.wrapping_neg()))),
@@ -597,8 +607,6 @@ struct Relay<'a> {
     comm: &'a Comm,
     seq: u64,
     sig: Signature,
-    /// The header of every frame we send.
-    hdr: FrameHeader,
     buf: *mut u8,
     nbytes: usize,
     /// The comm rank we still have to receive the message from.
@@ -614,7 +622,7 @@ struct Relay<'a> {
 impl Relay<'_> {
     /// The comm rank of the child bit `k` stands for.
     fn child(&self, k: usize) -> usize {
-        (self.vr + (1 << k) + self.root) % self.comm.size()
+        rotate(self.vr + (1 << k), self.root, self.comm.size())
     }
 }
 
@@ -635,17 +643,25 @@ impl Wait for Relay<'_> {
             }
         }
         if self.parent.is_none() {
-            for k in bits_high_first(self.children) {
-                // SAFETY: `buf` holds the message (ours, or received above), `nbytes` long.
-                let payload = unsafe { slice(self.buf, self.nbytes) };
-                let p = self.child(k);
-                if self
-                    .comm
-                    .ep
-                    .try_send(self.comm.world[p], &self.hdr, payload)?
-                {
-                    self.children &= !(1 << k);
-                    moved = true;
+            if self.children != 0 {
+                // Made here, not with the state: most ranks of a tree are leaves.
+                let mut hdr = FrameHeader::new(
+                    &self.sig,
+                    self.comm.id,
+                    self.seq,
+                    tag(0, 0),
+                    self.comm.ep.rank as u32,
+                );
+                hdr.set_msg_len(self.nbytes as u64);
+                for k in bits_high_first(self.children) {
+                    // SAFETY: `buf` holds the message (ours, or received above), `nbytes`
+                    // long.
+                    let payload = unsafe { slice(self.buf, self.nbytes) };
+                    let p = self.child(k);
+                    if self.comm.ep.try_send(self.comm.world[p], &hdr, payload)? {
+                        self.children &= !(1 << k);
+                        moved = true;
+                    }
                 }
             }
             if self.children == 0 {

@@ -25,15 +25,10 @@ pub static BYTES_TCP: AtomicU64 = AtomicU64::new(0);
 pub static BYTES_STAGED: AtomicU64 = AtomicU64::new(0);
 pub static STAGE_FULL: AtomicU64 = AtomicU64::new(0);
 
-/// Counts `n` payload bytes sent over the link named `name` ([`Link::name`]).
+/// Counts `n` payload bytes sent over `link` (in its [`Link::sent_counter`]).
 #[inline]
-pub fn count_sent(name: &str, n: usize) {
-    let c = match name {
-        "shm" => &BYTES_SHM,
-        "tcp" => &BYTES_TCP,
-        _ => return,
-    };
-    c.fetch_add(n as u64, Ordering::Relaxed);
+pub fn count_sent(link: &dyn Link, n: usize) {
+    link.sent_counter().fetch_add(n as u64, Ordering::Relaxed);
 }
 
 /// A connection to one peer, both directions.
@@ -66,6 +61,10 @@ pub trait Link: Send + Sync {
 
     /// Short name for logs ("shm", "tcp").
     fn name(&self) -> &'static str;
+
+    /// The process-wide count of payload bytes sent over links of this kind ([`BYTES_SHM`],
+    /// [`BYTES_TCP`]). A counter, not the name, so that counting a frame compares no strings.
+    fn sent_counter(&self) -> &'static AtomicU64;
 
     /// Posts a small frame beside the ordered stream, if the link has such a place and it is
     /// free now (`false`: send it with [`Link::try_send`]). Only for frames that are found by

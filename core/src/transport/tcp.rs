@@ -806,6 +806,10 @@ impl Link for TcpLink {
     fn name(&self) -> &'static str {
         "tcp"
     }
+
+    fn sent_counter(&self) -> &'static std::sync::atomic::AtomicU64 {
+        &super::BYTES_TCP
+    }
 }
 
 #[cfg(test)]
