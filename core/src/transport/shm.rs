@@ -76,8 +76,8 @@ const BOXES: usize = 256;
 struct BoxLine {
     stamp: AtomicU32,
     kind: u8,
-    len: u8,
-    _pad: u16,
+    _pad: u8,
+    len: u16,
     comm_id: u64,
     seq: u64,
     count: u32,
@@ -104,14 +104,15 @@ struct ContLine {
 }
 
 const CONT_PAYLOAD: usize = BOX_BYTES - 4;
-/// Lines one frame may span at most.
-const BOX_SPAN: usize = 4;
-/// Payload bytes a frame in the boxes may have: 200, 25 doubles (a longer message's frame
-/// takes the ring, four to five cache-line transfers and the ring's locks).
+/// Lines one frame may span at most: 16, a sixteenth of the area, so that a sender still runs
+/// 16 such frames ahead of its receiver where the ring's slots allow 8.
+const BOX_SPAN: usize = 16;
+/// Payload bytes a frame in the boxes may have: 920, 115 doubles (a longer message's frame
+/// takes the ring, four or more cache-line transfers and the ring's locks).
 pub const BOX_MAX_PAYLOAD: usize = BOX_PAYLOAD + (BOX_SPAN - 1) * CONT_PAYLOAD;
 /// A first line's `len` that marks the lines to the end of the lap as skipped: a frame never
 /// wraps around the end of the box area, so its payload stays in consecutive lines.
-const SKIP: u8 = u8::MAX;
+const SKIP: u16 = u16::MAX;
 
 const _: () = assert!(std::mem::size_of::<BoxLine>() == BOX_BYTES);
 const _: () = assert!(std::mem::size_of::<ContLine>() == BOX_BYTES);
@@ -836,7 +837,7 @@ impl FrameBoxes {
             let s = n + skip;
             let b = self.line(s);
             (*b).kind = hdr.kind;
-            (*b).len = payload.len() as u8;
+            (*b).len = payload.len() as u16;
             (*b).comm_id = hdr.comm_id;
             (*b).seq = hdr.seq;
             (*b).count = hdr.count as u32;
@@ -922,8 +923,11 @@ impl FrameBoxes {
             if len <= BOX_PAYLOAD {
                 return Ok(Some(f(&h, std::slice::from_raw_parts(first, len))));
             }
-            let mut whole = [0u8; BOX_MAX_PAYLOAD];
-            std::ptr::copy_nonoverlapping(first, whole.as_mut_ptr(), BOX_PAYLOAD);
+            // Not zeroed first (up to 920 bytes a frame): exactly `len` bytes are copied in
+            // and only they are read.
+            let mut whole = std::mem::MaybeUninit::<[u8; BOX_MAX_PAYLOAD]>::uninit();
+            let out = whole.as_mut_ptr().cast::<u8>();
+            std::ptr::copy_nonoverlapping(first, out, BOX_PAYLOAD);
             let mut at = BOX_PAYLOAD;
             let mut line = n + 1;
             while at < len {
@@ -931,13 +935,14 @@ impl FrameBoxes {
                 let c = self.cont(line);
                 std::ptr::copy_nonoverlapping(
                     std::ptr::addr_of!((*c).payload).cast::<u8>(),
-                    whole.as_mut_ptr().add(at),
+                    out.add(at),
                     part,
                 );
                 at += part;
                 line += 1;
             }
-            Ok(Some(f(&h, &whole[..len])))
+            // The first `len` bytes of `whole` were written just above.
+            Ok(Some(f(&h, std::slice::from_raw_parts(out, len))))
         }
     }
 
@@ -1718,7 +1723,7 @@ mod tests {
         assert!(!FrameBoxes::fits(&long, &[0; BOX_MAX_PAYLOAD + 1]));
     }
 
-    /// Frames of every length up to [`BOX_MAX_PAYLOAD`] (one to four lines) go through the
+    /// Frames of lengths up to [`BOX_MAX_PAYLOAD`] (one to sixteen lines) go through the
     /// boxes lap after lap: each arrives whole and in order, a frame that would wrap past the
     /// end of the box area starts the next lap (its lines skipped), and a full channel refuses
     /// a frame until the receiver has freed enough lines.
@@ -1727,7 +1732,9 @@ mod tests {
         let (l01, l10) = link_pair("lines", 2);
         let sig = allreduce_sig();
         // Lengths cycling so that frames straddle the end of the area in many ways.
-        let lens = [8usize, 21, 200, 80, 141, 1, 20, 61, 199, 140];
+        let lens = [
+            8usize, 21, 200, 80, 920, 141, 1, 20, 61, 500, 199, 140, 919, 81,
+        ];
         let payload_of = |k: u64, len: usize| -> Vec<u8> {
             (0..len)
                 .map(|i| (k as u8).wrapping_mul(31).wrapping_add(i as u8))
