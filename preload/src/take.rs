@@ -16,7 +16,7 @@ use std::ffi::{c_int, c_void};
 
 use crate::xlate::{reducible, Tables};
 use crate::{comms, world};
-use hcomm_core::abi::api::{self, Count, RecvCounts};
+use hcomm_core::abi::api::{self, Count, Ints, RecvCounts};
 
 type Handle = usize;
 
@@ -103,6 +103,46 @@ pub fn allgather(
     };
     // SAFETY: as in `allreduce`.
     let rc = unsafe { api::allgather(name, t.send_buf(send), scount, s, recv, rcount, r, hc) };
+    Some(world::finish(t, comm, rc))
+}
+
+/// `MPI_Allgatherv` (int counts and displacements: the arrays are the host's own, the same C
+/// type in both ABIs). Decided like `allgather`: predefined datatypes, `MPI_IN_PLACE` on every
+/// rank or none.
+#[allow(clippy::too_many_arguments)]
+pub fn allgatherv(
+    name: &'static str,
+    send: *const c_void,
+    scount: Count,
+    sdt: Handle,
+    recv: *mut c_void,
+    rcounts: *const c_int,
+    displs: *const c_int,
+    rdt: Handle,
+    comm: Handle,
+) -> Option<c_int> {
+    let (t, hc) = on_comm(comm)?;
+    let r = t.datatype(rdt)?;
+    let s = if t.is_in_place(send) {
+        r
+    } else {
+        t.datatype(sdt)?
+    };
+    // SAFETY: as in `allreduce`; the arrays are the caller's, `comm`'s size long (checked by
+    // hcomm's argument layer where it can).
+    let rc = unsafe {
+        api::allgatherv(
+            name,
+            t.send_buf(send),
+            scount,
+            s,
+            recv,
+            Ints::Int(rcounts),
+            Ints::Int(displs),
+            r,
+            hc,
+        )
+    };
     Some(world::finish(t, comm, rc))
 }
 
