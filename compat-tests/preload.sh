@@ -8,6 +8,10 @@
 #   coll, coll_c compat-tests/coll.c, coll_c.c (stdout must equal compat-tests/expected/ when
 #                that file exists; coll_c exits 77 = SKIP on Open MPI, which has no _c calls)
 #   init_thread  compat-tests/init_thread.c (the MPI_Init_thread path)
+#   allgatherv   compat-tests/preload/allgatherv.c: MPI_Allgatherv and MPI_Allgatherv_c (declared
+#                by the program on Open MPI 4.1, which lacks it: the preload narrows to the
+#                host's int version what it does not take), uneven gapped blocks, in place, and
+#                a derived datatype (forwarded: allgather_forwarded above zero)
 #   errors       compat-tests/preload/errors.c: errors hcomm raises come back through the host's
 #                error handler as the host's error classes (MPI_ERRORS_RETURN, a user handler)
 #   comm_churn   compat-tests/preload/comm_churn.c: communicators created (dup, split, create)
@@ -159,11 +163,13 @@ handled_of() {
         comm) echo "allreduce allgather" ;;
         userop) echo "allreduce" ;;
         ops_all) echo "allreduce reduce_scatter reduce_scatter_block reduce" ;;
+        allgatherv) echo "allreduce" ;; # its final check (a taken allgatherv is not counted)
     esac
 }
 forwarded_of() {
     case "$1" in
         userop) echo "allreduce reduce reduce_scatter_block" ;; # user-defined ops
+        allgatherv) echo "allgather" ;; # its derived datatype (counted under the allgather)
         *) echo "" ;;
     esac
 }
@@ -173,11 +179,11 @@ build_all() { # impl dir; prints build failures as FAIL
     cc=$(mpicc_of "$impl")
     mkdir -p "$dir"
     local p src
-    for p in coll_check coll coll_c init_thread errors comm_churn threads comm userop ops_all; do
+    for p in coll_check coll coll_c init_thread errors comm_churn threads comm userop ops_all allgatherv; do
         src=compat-tests/$p.c
         case "$p" in
             coll_check|threads) src=tests/c/$p.c ;;
-            errors|comm_churn) src=compat-tests/preload/$p.c ;;
+            errors|comm_churn|allgatherv) src=compat-tests/preload/$p.c ;;
         esac
         if ! $cc -O2 -Wall "$src" -o "$dir/$p" -lpthread >"$dir/$p.build.log" 2>&1; then
             report FAIL "build $p ($impl)" "see $dir/$p.build.log"
@@ -243,7 +249,7 @@ for impl in $IMPLS; do
     dir=$OUTDIR/$impl
     build_all "$impl" "$dir"
     for np in $NPROCS; do
-        for p in coll_check coll coll_c init_thread local errors comm_churn threads comm userop ops_all; do
+        for p in coll_check coll coll_c init_thread local errors comm_churn threads comm userop ops_all allgatherv; do
             [ -x "$dir/$p" ] || continue
             args=()
             [ "$p" = local ] && args=("$dir/local_ext.so")

@@ -6,8 +6,7 @@
 //! Exports: only the calls it intercepts — `MPI_Init`, `MPI_Init_thread`, `MPI_Finalize` and
 //! the collectives hcomm will take (`MPI_Allreduce`, `MPI_Bcast`, `MPI_Allgather`,
 //! `MPI_Allgatherv`, `MPI_Reduce_scatter`, `MPI_Reduce_scatter_block`, `MPI_Reduce`,
-//! `MPI_Barrier`, and the large-count `_c` variants of those that have one, but
-//! `MPI_Allgatherv_c`). No `PMPI_` names and nothing else
+//! `MPI_Barrier`, and the large-count `_c` variants of those that have one). No `PMPI_` names and nothing else
 //! (`MPI_Get_version`, `MPI_Comm_rank`, …): the host MPI keeps answering those, and probes such
 //! as mpi4py's still see the real library. `libhcomm_preload.symbols` is the checked-in list.
 //!
@@ -36,7 +35,7 @@ mod take;
 mod world;
 mod xlate;
 
-use hcomm_core::abi::api::RecvCounts;
+use hcomm_core::abi::api::{Ints, RecvCounts};
 use hcomm_core::stats::{self, Coll};
 use real::Sym;
 
@@ -114,11 +113,13 @@ collectives! {
         (sendbuf: *const c_void, sendcount: Count, sendtype: Handle, recvbuf: *mut c_void, recvcount: Count, recvtype: Handle, comm: Handle) [sendbuf, recvbuf; comm]
         => take::allgather("MPI_Allgather_c", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm), else narrow::allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
     // Counted under the allgather when forwarded (the statistics have no allgatherv row; a
-    // taken one is not counted, as standalone). The `_c` form is not intercepted: its arrays of
-    // MPI_Count would need narrowing on hosts without it, and it goes to the host untouched.
+    // taken one is not counted, as standalone).
     fn MPI_Allgatherv = c"PMPI_Allgatherv", Coll::Allgather,
         (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: Handle, comm: Handle) [sendbuf, recvbuf; comm]
-        => take::allgatherv("MPI_Allgatherv", sendbuf, sendcount.into(), sendtype, recvbuf, recvcounts, displs, recvtype, comm), else narrow::missing(c"PMPI_Allgatherv");
+        => take::allgatherv("MPI_Allgatherv", sendbuf, sendcount.into(), sendtype, recvbuf, Ints::Int(recvcounts), Ints::Int(displs), recvtype, comm), else narrow::missing(c"PMPI_Allgatherv");
+    fn MPI_Allgatherv_c = c"PMPI_Allgatherv_c", Coll::Allgather,
+        (sendbuf: *const c_void, sendcount: Count, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const Count, displs: *const Count, recvtype: Handle, comm: Handle) [sendbuf, recvbuf; comm]
+        => take::allgatherv("MPI_Allgatherv_c", sendbuf, sendcount, sendtype, recvbuf, Ints::Long(recvcounts), Ints::Long(displs), recvtype, comm), else narrow::allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
     fn MPI_Reduce_scatter = c"PMPI_Reduce_scatter", Coll::ReduceScatter,
         (sendbuf: *const c_void, recvbuf: *mut c_void, recvcounts: *const c_int, datatype: Handle, op: Handle, comm: Handle) [sendbuf, recvbuf; comm]
         => take::reduce_scatter("MPI_Reduce_scatter", sendbuf, recvbuf, RecvCounts::Int(recvcounts), datatype, op, comm), else narrow::missing(c"PMPI_Reduce_scatter");

@@ -136,6 +136,78 @@ pub unsafe fn allgather(
 }
 
 /// # Safety
+/// The MPI contract of `MPI_Allgatherv_c` (`counts` and `displs` hold one entry per rank of
+/// the group received from: `comm`'s, or its remote group for an intercommunicator).
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn allgatherv(
+    s: *const c_void,
+    scount: Count,
+    sdt: Handle,
+    r: *mut c_void,
+    counts: *const Count,
+    displs: *const Count,
+    rdt: Handle,
+    comm: Handle,
+) -> c_int {
+    type F = unsafe extern "C" fn(
+        *const c_void,
+        c_int,
+        Handle,
+        *mut c_void,
+        *const c_int,
+        *const c_int,
+        Handle,
+        Handle,
+    ) -> c_int;
+    type Query = unsafe extern "C" fn(Handle, *mut c_int) -> c_int;
+    static P: Sym = Sym::new(c"PMPI_Allgatherv");
+    static INTER: Sym = Sym::new(c"PMPI_Comm_test_inter");
+    static SIZE: Sym = Sym::new(c"PMPI_Comm_size");
+    static REMOTE: Sym = Sym::new(c"PMPI_Comm_remote_size");
+    let Some(f) = int_version::<F>(&P) else {
+        return crate::missing();
+    };
+    let (Some(inter_f), Some(size_f), Some(remote_f)) = (
+        int_version::<Query>(&INTER),
+        int_version::<Query>(&SIZE),
+        int_version::<Query>(&REMOTE),
+    ) else {
+        return crate::missing();
+    };
+    let Some(sn) = narrow(scount) else {
+        return count_error(comm);
+    };
+    let (mut inter, mut n): (c_int, c_int) = (0, 0);
+    // SAFETY: valid output locations; an invalid communicator is reported by the forwarded
+    // call below (with NULL arrays the host reports those too).
+    let known = unsafe {
+        inter_f(comm, &mut inter) == 0
+            && if inter != 0 {
+                remote_f(comm, &mut n)
+            } else {
+                size_f(comm, &mut n)
+            } == 0
+    };
+    if !known || counts.is_null() || displs.is_null() || n <= 0 {
+        // SAFETY: forwarded for the host to report the bad argument its own way.
+        return unsafe { f(s, sn, sdt, r, std::ptr::null(), std::ptr::null(), rdt, comm) };
+    }
+    // SAFETY: MPI: both arrays hold one entry per rank received from (`n`).
+    let (wide_counts, wide_displs) = unsafe {
+        (
+            std::slice::from_raw_parts(counts, n as usize),
+            std::slice::from_raw_parts(displs, n as usize),
+        )
+    };
+    let narrowed = |v: &[Count]| v.iter().map(|&c| narrow(c)).collect::<Option<Vec<c_int>>>();
+    let (Some(ints), Some(offs)) = (narrowed(wide_counts), narrowed(wide_displs)) else {
+        return count_error(comm);
+    };
+    // SAFETY: the same call with equal `int` counts and displacements.
+    unsafe { f(s, sn, sdt, r, ints.as_ptr(), offs.as_ptr(), rdt, comm) }
+}
+
+/// # Safety
 /// The MPI contract of `MPI_Reduce_scatter_c` (`counts` holds one count per rank of `comm`).
 pub unsafe fn reduce_scatter(
     s: *const c_void,

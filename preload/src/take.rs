@@ -106,9 +106,9 @@ pub fn allgather(
     Some(world::finish(t, comm, rc))
 }
 
-/// `MPI_Allgatherv` (int counts and displacements: the arrays are the host's own, the same C
-/// type in both ABIs). Decided like `allgather`: predefined datatypes, `MPI_IN_PLACE` on every
-/// rank or none.
+/// `MPI_Allgatherv` and `MPI_Allgatherv_c` (`int` or 64-bit counts and displacements, the
+/// same C types in both ABIs). Decided like `allgather`: predefined datatypes, `MPI_IN_PLACE`
+/// on every rank or none.
 #[allow(clippy::too_many_arguments)]
 pub fn allgatherv(
     name: &'static str,
@@ -116,8 +116,8 @@ pub fn allgatherv(
     scount: Count,
     sdt: Handle,
     recv: *mut c_void,
-    rcounts: *const c_int,
-    displs: *const c_int,
+    rcounts: Ints,
+    displs: Ints,
     rdt: Handle,
     comm: Handle,
 ) -> Option<c_int> {
@@ -137,8 +137,8 @@ pub fn allgatherv(
             scount,
             s,
             recv,
-            Ints::Int(rcounts),
-            Ints::Int(displs),
+            rcounts,
+            displs,
             r,
             hc,
         )
