@@ -52,6 +52,11 @@ fn narrow(c: Count) -> Option<c_int> {
     c_int::try_from(c).ok()
 }
 
+/// Every entry of `v` as an `int`, or `None` if one does not fit.
+fn narrow_all(v: &[Count]) -> Option<Vec<c_int>> {
+    v.iter().map(|&c| narrow(c)).collect()
+}
+
 /// Resolves the host's `int` version, as function type `T`.
 fn int_version<T: Copy>(s: &Sym) -> Option<T> {
     let a = s.get()?;
@@ -199,8 +204,7 @@ pub unsafe fn allgatherv(
             std::slice::from_raw_parts(displs, n as usize),
         )
     };
-    let narrowed = |v: &[Count]| v.iter().map(|&c| narrow(c)).collect::<Option<Vec<c_int>>>();
-    let (Some(ints), Some(offs)) = (narrowed(wide_counts), narrowed(wide_displs)) else {
+    let (Some(ints), Some(offs)) = (narrow_all(wide_counts), narrow_all(wide_displs)) else {
         return count_error(comm);
     };
     // SAFETY: the same call with equal `int` counts and displacements.
@@ -243,11 +247,7 @@ pub unsafe fn reduce_scatter(
     }
     // SAFETY: MPI: `counts` holds one entry per rank of `comm`.
     let wide = unsafe { std::slice::from_raw_parts(counts, n as usize) };
-    let Some(ints) = wide
-        .iter()
-        .map(|&c| narrow(c))
-        .collect::<Option<Vec<c_int>>>()
-    else {
+    let Some(ints) = narrow_all(wide) else {
         return count_error(comm);
     };
     // SAFETY: the same call with equal `int` counts.

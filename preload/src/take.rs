@@ -82,6 +82,23 @@ pub fn bcast(
     Some(world::finish(t, comm, rc))
 }
 
+/// The send and receive datatypes of an allgather(v) when both are predefined; with
+/// `MPI_IN_PLACE` (on every rank) the send type is ignored and taken as the receive type.
+fn gather_types(
+    t: &Tables,
+    send: *const c_void,
+    sdt: Handle,
+    rdt: Handle,
+) -> Option<(c_int, c_int)> {
+    let r = t.datatype(rdt)?;
+    let s = if t.is_in_place(send) {
+        r
+    } else {
+        t.datatype(sdt)?
+    };
+    Some((s, r))
+}
+
 #[allow(clippy::too_many_arguments)]
 pub fn allgather(
     name: &'static str,
@@ -94,13 +111,7 @@ pub fn allgather(
     comm: Handle,
 ) -> Option<c_int> {
     let (t, hc) = on_comm(comm)?;
-    let r = t.datatype(rdt)?;
-    // With MPI_IN_PLACE (on every rank) the send type is ignored.
-    let s = if t.is_in_place(send) {
-        r
-    } else {
-        t.datatype(sdt)?
-    };
+    let (s, r) = gather_types(t, send, sdt, rdt)?;
     // SAFETY: as in `allreduce`.
     let rc = unsafe { api::allgather(name, t.send_buf(send), scount, s, recv, rcount, r, hc) };
     Some(world::finish(t, comm, rc))
@@ -122,12 +133,7 @@ pub fn allgatherv(
     comm: Handle,
 ) -> Option<c_int> {
     let (t, hc) = on_comm(comm)?;
-    let r = t.datatype(rdt)?;
-    let s = if t.is_in_place(send) {
-        r
-    } else {
-        t.datatype(sdt)?
-    };
+    let (s, r) = gather_types(t, send, sdt, rdt)?;
     // SAFETY: as in `allreduce`; the arrays are the caller's, `comm`'s size long (checked by
     // hcomm's argument layer where it can).
     let rc = unsafe {

@@ -11,7 +11,7 @@ use super::direct;
 use super::hier;
 use super::ring::Ring;
 use super::select::{choose, forced_levels, is_small, Algo};
-use super::{chunk_elems, even_blocks, scratch, tag, Reduction};
+use super::{chunk_elems, even_blocks, rotate, scratch, tag, Reduction};
 use crate::comm::Comm;
 use crate::datatype::Datatype;
 use crate::engine::{Fold, Schedule};
@@ -226,8 +226,7 @@ pub(super) fn oneshot_fold(
 
 /// The largest fragment the transport to the right neighbour moves (the same on every rank).
 pub(super) fn fragment(comm: &Comm) -> Result<usize> {
-    let next = comm.rank + 1;
-    let right = comm.world[if next == comm.size() { 0 } else { next }];
+    let right = comm.world[rotate(comm.rank, 1, comm.size())];
     comm.ep.max_payload(right)
 }
 

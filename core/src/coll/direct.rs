@@ -21,7 +21,7 @@ use std::mem::MaybeUninit;
 
 use std::sync::Arc;
 
-use super::{tag, Reduction};
+use super::{rotate, tag, Reduction};
 use crate::comm::Comm;
 use crate::endpoint::MatchKey;
 use crate::engine::{drive, Step, Wait};
@@ -390,19 +390,6 @@ fn run(comm: &Comm, seq: u64, w: &mut impl Wait) -> Result<()> {
         return Err(e);
     }
     drive(&comm.ep, w).map_err(|e| call_failed(comm, seq, e))
-}
-
-/// `(a + b) mod n` for `a < n` and `b <= n`, without a division (a 64-bit `div` takes tens of
-/// cycles, several per small call).
-#[inline]
-fn rotate(a: usize, b: usize, n: usize) -> usize {
-    debug_assert!(a < n && b <= n);
-    let s = a + b;
-    if s >= n {
-        s - n
-    } else {
-        s
-    }
 }
 
 /// The set bits of `mask`, lowest first.

@@ -216,6 +216,19 @@ pub fn fans_out(comm: &crate::comm::Comm) -> bool {
     comm.size() >= 3 && !comm.topology().spans_hosts() && crate::transport::shm::stage_in_use()
 }
 
+/// `(a + b) mod n` for `a < n` and `b <= n`, without a division (a 64-bit `div` takes tens of
+/// cycles, several per small call).
+#[inline]
+pub(super) fn rotate(a: usize, b: usize, n: usize) -> usize {
+    debug_assert!(a < n && b <= n);
+    let s = a + b;
+    if s >= n {
+        s - n
+    } else {
+        s
+    }
+}
+
 /// Tag of chunk `chunk` of step `step`. Chunk counts are capped (see [`chunk_elems`]) below 2^20.
 #[inline]
 pub fn tag(step: usize, chunk: usize) -> u32 {

@@ -44,8 +44,8 @@ use crate::error::{Error, Result};
 use crate::frame::{FrameHeader, FLAG_STAGED};
 use crate::wait::Doorbell;
 
-/// "hcomshm3": the layout of this build (boxes of up to four lines, stage); a segment of
-/// another layout is refused.
+/// "hcomshm3": the layout of this build (frames of up to [`BOX_SPAN`] box lines, stage); a
+/// segment of another layout is refused.
 const SEG_MAGIC: u64 = 0x6863_6f6d_7368_6d33;
 const HDR_BYTES: usize = 4096;
 const CACHELINE: usize = 128;
@@ -1695,7 +1695,7 @@ mod tests {
             (plain.tag, plain.root, plain.dtype, plain.op) = (0, 0, 0, 0);
             (plain.src, plain.len) = (0, 0);
             plain.set_msg_len(0);
-            payload.len() <= BOX_PAYLOAD
+            payload.len() <= BOX_MAX_PAYLOAD
                 && hdr.msg_len() == payload.len() as u64
                 && hdr.count <= u64::from(u32::MAX)
                 && plain == FrameHeader::blank()
