@@ -344,8 +344,8 @@ print("\n".join(dict.fromkeys(p)))' >"$site/hcomm-gpu-check-host.pth" || return 
         awk '/^hcomm-stats /{n++; for(i=2;i<=NF;i++){split($i,kv,"="); s[kv[1]]+=kv[2]}}
              END{if(n) printf "%d ranks: allreduce %d handled / %d forwarded, other collectives %d handled / %d forwarded",
                  n, s["allreduce_handled"], s["allreduce_forwarded"],
-                 s["bcast_handled"]+s["allgather_handled"]+s["reduce_handled"]+s["reduce_scatter_handled"]+s["reduce_scatter_block_handled"],
-                 s["bcast_forwarded"]+s["allgather_forwarded"]+s["reduce_forwarded"]+s["reduce_scatter_forwarded"]+s["reduce_scatter_block_forwarded"]}' "$1"
+                 s["bcast_handled"]+s["allgather_handled"]+s["allgatherv_handled"]+s["reduce_handled"]+s["reduce_scatter_handled"]+s["reduce_scatter_block_handled"],
+                 s["bcast_forwarded"]+s["allgather_forwarded"]+s["allgatherv_forwarded"]+s["reduce_forwarded"]+s["reduce_scatter_forwarded"]+s["reduce_scatter_block_forwarded"]}' "$1"
     }
 
     # ---- torch_coll -----------------------------------------------------------------------

@@ -188,7 +188,7 @@ fn run_env(exe: &PathBuf, n: usize, env: &[(&str, &str)]) -> String {
 }
 
 /// What `tests/stats/nb_calls.c` calls on every rank: (key, calls).
-const NB_CALLS: [(&str, u64); 14] = [
+const NB_CALLS: [(&str, u64); 16] = [
     ("allreduce", 2),
     ("bcast", 1),
     ("allgather", 0),
@@ -196,6 +196,7 @@ const NB_CALLS: [(&str, u64); 14] = [
     ("reduce_scatter_block", 0),
     ("reduce", 0),
     ("barrier", 0),
+    ("allgatherv", 3),
     ("iallreduce", 3),
     ("ibcast", 2),
     ("iallgather", 4),
@@ -203,6 +204,7 @@ const NB_CALLS: [(&str, u64); 14] = [
     ("ireduce_scatter_block", 1),
     ("ireduce", 5),
     ("ibarrier", 6),
+    ("iallgatherv", 1),
 ];
 
 #[test]
@@ -229,7 +231,7 @@ fn nonblocking_calls_are_counted_under_their_own_names() {
                 })
                 .collect();
             // Every key is one of these (nonblocking ones have no `_forwarded`).
-            assert_eq!(kv.len(), 1 + 7 * 2 + 2 + 7 + 2, "{l}");
+            assert_eq!(kv.len(), 1 + 8 * 2 + 2 + 8 + 2, "{l}");
             for (name, calls) in NB_CALLS {
                 let got = kv.get(format!("{name}_handled").as_str());
                 assert_eq!(got, Some(&calls), "{name}_handled ({progress}): {l}");
@@ -251,10 +253,13 @@ fn profile_has_rows_for_nonblocking_calls_timed_to_completion() {
     let dir = exe.parent().unwrap().to_path_buf();
     // Bytes as the collectives note them at 2 ranks (ints): allreduce 4000 + 4, bcast 4,
     // iallreduce 3 x 4000, ibcast 2 x 2000, iallgather 4 x (250 x 4 x 2), ireduce_scatter
-    // 2 x (100 x 4 x 2), ireduce_scatter_block 100 x 4 x 2, ireduce 5 x 40.
+    // 2 x (100 x 4 x 2), ireduce_scatter_block 100 x 4 x 2, ireduce 5 x 40, allgatherv
+    // 3 x (1 + 2) x 4, iallgatherv 2 x 4.
     let bytes: BTreeMap<&str, u64> = [
         ("allreduce", 4004),
         ("bcast", 4),
+        ("allgatherv", 36),
+        ("iallgatherv", 8),
         ("iallreduce", 12000),
         ("ibcast", 4000),
         ("iallgather", 8000),

@@ -1,12 +1,13 @@
 //! `HCOMM_STATS=1`: per-collective counts of calls hcomm handled and calls the preload
 //! interposer forwarded to the host MPI, and payload bytes hcomm sent per transport (counted in
 //! the endpoint), printed as one `hcomm-stats` line per rank at `MPI_Finalize` by both
-//! libraries. The seven collectives' entry points in [`crate::abi::api`] count "handled" (a
-//! call hcomm carried out, whether it succeeded or raised an error); only the interposer
-//! counts "forwarded". Relaxed atomics: the counts are read once, after the program's last
+//! libraries. The entry points in [`crate::abi::api`] of the eight collectives the interposer
+//! intercepts (the seven of the design brief and `MPI_Allgatherv`) count "handled" (a call
+//! hcomm carried out, whether it succeeded or raised an error); only the interposer counts
+//! "forwarded". Relaxed atomics: the counts are read once, after the program's last
 //! collective.
 //!
-//! The nonblocking forms of the seven (`MPI_Iallreduce`, ...) are counted apart, under their
+//! The nonblocking forms of the eight (`MPI_Iallreduce`, ...) are counted apart, under their
 //! own names (`iallreduce_handled`, ...; one count per starting call), and so are they in the
 //! profile: their time runs from the starting call to the `MPI_Wait`/`MPI_Test` that completes
 //! them — computation overlapped with them included — which is not comparable with a blocking
@@ -27,10 +28,12 @@ pub enum Coll {
     ReduceScatterBlock,
     Reduce,
     Barrier,
+    /// `MPI_Allgatherv`: last, so the keys of the first seven keep their places in the line.
+    Allgatherv,
 }
 
 impl Coll {
-    pub const ALL: [Coll; 7] = [
+    pub const ALL: [Coll; 8] = [
         Coll::Allreduce,
         Coll::Bcast,
         Coll::Allgather,
@@ -38,6 +41,7 @@ impl Coll {
         Coll::ReduceScatterBlock,
         Coll::Reduce,
         Coll::Barrier,
+        Coll::Allgatherv,
     ];
 
     /// The name used in the `hcomm-stats` keys.
@@ -50,6 +54,7 @@ impl Coll {
             Coll::ReduceScatterBlock => "reduce_scatter_block",
             Coll::Reduce => "reduce",
             Coll::Barrier => "barrier",
+            Coll::Allgatherv => "allgatherv",
         }
     }
 
@@ -63,11 +68,12 @@ impl Coll {
             Coll::ReduceScatterBlock => "ireduce_scatter_block",
             Coll::Reduce => "ireduce",
             Coll::Barrier => "ibarrier",
+            Coll::Allgatherv => "iallgatherv",
         }
     }
 }
 
-/// One of the seven collectives' entry points: counts the call as handled and, with
+/// One of the eight collectives' entry points: counts the call as handled and, with
 /// `HCOMM_PROFILE`, times it and records the algorithm and size the collective noted.
 #[inline]
 pub fn call(c: Coll, f: impl FnOnce() -> std::ffi::c_int) -> std::ffi::c_int {
@@ -87,10 +93,10 @@ pub fn note(algo: crate::coll::Algo, bytes: usize, size: usize) {
 }
 
 /// Calls hcomm carried out itself.
-static HANDLED: [AtomicU64; 7] = [const { AtomicU64::new(0) }; 7];
-static FORWARDED: [AtomicU64; 7] = [const { AtomicU64::new(0) }; 7];
+static HANDLED: [AtomicU64; Coll::ALL.len()] = [const { AtomicU64::new(0) }; Coll::ALL.len()];
+static FORWARDED: [AtomicU64; Coll::ALL.len()] = [const { AtomicU64::new(0) }; Coll::ALL.len()];
 /// Nonblocking calls hcomm carried out itself (`MPI_Iallreduce` under `Coll::Allreduce`).
-static HANDLED_NB: [AtomicU64; 7] = [const { AtomicU64::new(0) }; 7];
+static HANDLED_NB: [AtomicU64; Coll::ALL.len()] = [const { AtomicU64::new(0) }; Coll::ALL.len()];
 
 /// Counts a call hcomm carried out itself.
 #[inline]
@@ -111,7 +117,7 @@ pub fn forwarded(c: Coll) {
 }
 
 /// The counters as (collective, handled, forwarded).
-fn snapshot() -> [(Coll, u64, u64); 7] {
+fn snapshot() -> [(Coll, u64, u64); Coll::ALL.len()] {
     Coll::ALL.map(|c| {
         (
             c,
@@ -122,7 +128,7 @@ fn snapshot() -> [(Coll, u64, u64); 7] {
 }
 
 /// The nonblocking counters as (collective, handled).
-fn snapshot_nb() -> [(Coll, u64); 7] {
+fn snapshot_nb() -> [(Coll, u64); Coll::ALL.len()] {
     Coll::ALL.map(|c| (c, HANDLED_NB[c as usize].load(Ordering::Relaxed)))
 }
 
@@ -292,7 +298,10 @@ pub mod profile {
         let n = n.max(1) as f64;
         match c {
             Coll::Allreduce => 2.0 * (n - 1.0) / n,
-            Coll::Allgather | Coll::ReduceScatter | Coll::ReduceScatterBlock => (n - 1.0) / n,
+            // The allgatherv's blocks may differ: (n - 1) / n is exact for even ones.
+            Coll::Allgather | Coll::Allgatherv | Coll::ReduceScatter | Coll::ReduceScatterBlock => {
+                (n - 1.0) / n
+            }
             _ => 1.0,
         }
     }
@@ -497,7 +506,7 @@ pub mod profile {
                 bus_bytes: 64.0,
                 algos: vec![("ring".into(), 2)],
             };
-            rows[7 + Coll::Bcast as usize].1 = Entry {
+            rows[Coll::ALL.len() + Coll::Bcast as usize].1 = Entry {
                 calls: 1,
                 bytes: 8,
                 seconds: 1e-3,
@@ -516,12 +525,14 @@ pub mod profile {
         #[test]
         fn rows_name_blocking_then_nonblocking_forms() {
             let names: Vec<&str> = Row::all().map(Row::name).collect();
-            assert_eq!(names.len(), 14);
+            assert_eq!(names.len(), 16);
             assert_eq!(names[0], "allreduce");
-            assert_eq!(names[7], "iallreduce");
-            assert_eq!(names[13], "ibarrier");
+            assert_eq!(names[7], "allgatherv");
+            assert_eq!(names[8], "iallreduce");
+            assert_eq!(names[14], "ibarrier");
+            assert_eq!(names[15], "iallgatherv");
             let idx: Vec<usize> = Row::all().map(Row::index).collect();
-            assert_eq!(idx, (0..14).collect::<Vec<_>>());
+            assert_eq!(idx, (0..16).collect::<Vec<_>>());
         }
     }
 }
@@ -537,15 +548,20 @@ mod tests {
         let l = format_line(2, &counts, &nb, 5, 0, (7, 1));
         assert!(l.starts_with("hcomm-stats rank=2 allreduce_handled=0 allreduce_forwarded=1 "));
         assert!(l.contains(" reduce_scatter_forwarded=4 reduce_scatter_block_handled=0 "));
-        assert!(l.contains(" barrier_forwarded=7 bytes_shm=5 bytes_tcp=0 iallreduce_handled=10 "));
+        assert!(l.contains(" barrier_forwarded=7 allgatherv_handled=0 allgatherv_forwarded=8 "));
+        assert!(
+            l.contains(" allgatherv_forwarded=8 bytes_shm=5 bytes_tcp=0 iallreduce_handled=10 ")
+        );
         assert!(l.contains(" ireduce_scatter_handled=13 ireduce_scatter_block_handled=14 "));
-        assert!(l.ends_with(" ireduce_handled=15 ibarrier_handled=16 bytes_staged=7 stage_full=1"));
+        assert!(l.ends_with(
+            " ireduce_handled=15 ibarrier_handled=16 iallgatherv_handled=17 bytes_staged=7 stage_full=1"
+        ));
         let keys: Vec<&str> = l
             .split_whitespace()
             .skip(1)
             .map(|kv| kv.split('=').next().unwrap())
             .collect();
-        assert_eq!(keys.len(), 1 + 2 * 7 + 2 + 7 + 2);
+        assert_eq!(keys.len(), 1 + 2 * 8 + 2 + 8 + 2);
         let mut dedup = keys.clone();
         dedup.sort();
         dedup.dedup();

@@ -112,12 +112,10 @@ collectives! {
     fn MPI_Allgather_c = c"PMPI_Allgather_c", Coll::Allgather,
         (sendbuf: *const c_void, sendcount: Count, sendtype: Handle, recvbuf: *mut c_void, recvcount: Count, recvtype: Handle, comm: Handle) [sendbuf, recvbuf; comm]
         => take::allgather("MPI_Allgather_c", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm), else narrow::allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, comm);
-    // Counted under the allgather when forwarded (the statistics have no allgatherv row; a
-    // taken one is not counted, as standalone).
-    fn MPI_Allgatherv = c"PMPI_Allgatherv", Coll::Allgather,
+    fn MPI_Allgatherv = c"PMPI_Allgatherv", Coll::Allgatherv,
         (sendbuf: *const c_void, sendcount: c_int, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const c_int, displs: *const c_int, recvtype: Handle, comm: Handle) [sendbuf, recvbuf; comm]
         => take::allgatherv("MPI_Allgatherv", sendbuf, sendcount.into(), sendtype, recvbuf, Ints::Int(recvcounts), Ints::Int(displs), recvtype, comm), else narrow::missing(c"PMPI_Allgatherv");
-    fn MPI_Allgatherv_c = c"PMPI_Allgatherv_c", Coll::Allgather,
+    fn MPI_Allgatherv_c = c"PMPI_Allgatherv_c", Coll::Allgatherv,
         (sendbuf: *const c_void, sendcount: Count, sendtype: Handle, recvbuf: *mut c_void, recvcounts: *const Count, displs: *const Count, recvtype: Handle, comm: Handle) [sendbuf, recvbuf; comm]
         => take::allgatherv("MPI_Allgatherv_c", sendbuf, sendcount, sendtype, recvbuf, Ints::Long(recvcounts), Ints::Long(displs), recvtype, comm), else narrow::allgatherv(sendbuf, sendcount, sendtype, recvbuf, recvcounts, displs, recvtype, comm);
     fn MPI_Reduce_scatter = c"PMPI_Reduce_scatter", Coll::ReduceScatter,

@@ -11,9 +11,11 @@
  *   MPI_Ireduce_scatter     2 x 100 ints per rank                     (Waitsome loop)
  *   MPI_Ireduce             5 x 10 ints, root 0                        (Testany loop)
  *   MPI_Ibarrier            6                                          (Waitall)
- *   MPI_Iallgatherv, MPI_Ialltoall, MPI_Isend/MPI_Irecv once each (not among the counted)
+ *   MPI_Iallgatherv         1 x 1 int per rank                         (Waitall)
+ *   MPI_Ialltoall, MPI_Isend/MPI_Irecv once each (not among the counted)
  *   MPI_Allreduce           2 (1000 ints, and the final 1-int failure count)
  *   MPI_Bcast               1 x 1 int
+ *   MPI_Allgatherv          3 x (rank + 1) ints from each rank, at gapped displacements
  * Prints "nb_calls: ok" on rank 0; failures print FAIL and exit 1.
  */
 #include <mpi.h>
@@ -174,7 +176,7 @@ static void others(void)
                 CHECK(red_out[k][i] == sum_of(k + 1, i), "ireduce %d [%d] = %d", k, i, red_out[k][i]);
 }
 
-static void uncounted(void)
+static void iallgatherv_and_uncounted(void)
 {
     int mine = 10 + rank, *all = malloc(sizeof(int) * size), *counts = malloc(sizeof(int) * size);
     int *displs = malloc(sizeof(int) * size), *a2a_in = malloc(sizeof(int) * size);
@@ -203,6 +205,35 @@ static void uncounted(void)
     free(a2a_out);
 }
 
+/* Blocking MPI_Allgatherv, 3 calls: rank r gives r + 1 ints, placed 2 apart. */
+static void allgathervs(void)
+{
+    int *counts = malloc(sizeof(int) * size), *displs = malloc(sizeof(int) * size), at = 0;
+    for (int r = 0; r < size; r++) {
+        counts[r] = r + 1;
+        displs[r] = at;
+        at += r + 1 + 2;
+    }
+    int *mine = malloc(sizeof(int) * (rank + 1)), *all = malloc(sizeof(int) * at);
+    for (int k = 0; k < 3; k++) {
+        for (int i = 0; i <= rank; i++)
+            mine[i] = 1000 * k + 10 * rank + i;
+        for (int i = 0; i < at; i++)
+            all[i] = -1;
+        MPI_Allgatherv(mine, rank + 1, MPI_INT, all, counts, displs, MPI_INT, MPI_COMM_WORLD);
+        for (int r = 0; r < size; r++) {
+            for (int i = 0; i <= r; i++)
+                CHECK(all[displs[r] + i] == 1000 * k + 10 * r + i, "allgatherv %d [%d][%d] = %d", k, r, i,
+                      all[displs[r] + i]);
+            CHECK(all[displs[r] + r + 1] == -1, "allgatherv %d wrote past block %d", k, r);
+        }
+    }
+    free(counts);
+    free(displs);
+    free(mine);
+    free(all);
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -212,7 +243,7 @@ int main(int argc, char **argv)
 
     iallreduces();
     others();
-    uncounted();
+    iallgatherv_and_uncounted();
 
     static int v[1000], w[1000];
     for (int i = 0; i < 1000; i++)
@@ -226,6 +257,8 @@ int main(int argc, char **argv)
     int x = rank == 0 ? 42 : -1;
     MPI_Bcast(&x, 1, MPI_INT, 0, MPI_COMM_WORLD);
     CHECK(x == 42, "bcast %d", x);
+
+    allgathervs();
 
     int all = 0;
     MPI_Allreduce(&fails, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);

@@ -114,9 +114,11 @@ pub unsafe fn allgatherv(
     rdt: c_int,
     comm: c_int,
 ) -> c_int {
-    // SAFETY: the caller's contract, forwarded.
-    run_blocking(name, comm, |c| unsafe {
-        plan::allgatherv(send, scount, sdt, recv, rcounts, displs, rdt, c)
+    crate::stats::call(crate::stats::Coll::Allgatherv, || {
+        // SAFETY: the caller's contract, forwarded.
+        run_blocking(name, comm, |c| unsafe {
+            plan::allgatherv(send, scount, sdt, recv, rcounts, displs, rdt, c)
+        })
     })
 }
 

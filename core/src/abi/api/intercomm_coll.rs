@@ -401,7 +401,12 @@ pub(super) unsafe fn allgatherv(
         )
     }?;
     no_alias(send, recv, s.t.bytes.max(laid.bytes()))?;
-    Ok(Plan::new(None, move |c| {
+    let stat = if counts_displs.is_some() {
+        Coll::Allgatherv
+    } else {
+        Coll::Allgather
+    };
+    Ok(Plan::new(Some(stat), move |c| {
         let rb = rs.v.blocks(recv, &laid.items);
         // SAFETY: MPI: sendbuf holds `sendcount` items to read.
         let st = unsafe { s.side.v.stage(send, s.count, true, false) };

@@ -416,7 +416,7 @@ pub unsafe fn allgatherv(
     // Fits: every signature is at most its block's bytes, which add up to an isize.
     let total: usize = laid.typed.iter().map(|t| t.sig).sum();
     let s = sig(Kind::Allgatherv, total, BYTE, 0, -1);
-    Ok(Plan::of_op(None, move |c| {
+    Ok(Plan::of_op(Some(Coll::Allgatherv), move |c| {
         let rb = rs.v.blocks(recv, &laid.items);
         // SAFETY: MPI: sendbuf holds `sendcount` items to read.
         let st = own
