@@ -12,7 +12,9 @@
 #       (__builtin_types_compatible_p in a file that includes MPICH's mpi.h),
 #       and every typedef names the same type as MPICH's;
 #   (c) the header compiles cleanly as C99, C11 and C++ (-Wall -Wextra -Werror
-#       -pedantic) with a small program calling a few functions.
+#       -pedantic) with a small program calling a few functions;
+#   (d) the sentinels a program may pass for an array argument (MPI_STATUSES_IGNORE,
+#       MPI_ERRCODES_IGNORE, MPI_ARGV_NULL) draw no warning at -O2 -Werror.
 #
 # Usage: compat-tests/check-header.sh   (from any directory)
 # Env:   CC (default gcc), CXX (default g++), MPICC (default mpicc.mpich)
@@ -310,5 +312,34 @@ done
 "$MPICC" -std=c11 -Wall -Wextra -Werror -DHCOMM_MPI_H -c -o "$WORK/use_mpich.o" "$WORK/use.c" ||
     fail "test program does not compile against MPICH (test bug)"
 note "(c) header compiles as C99, C11, C++11, C++17 (-Wall -Wextra -Werror -pedantic)"
+
+# (d) The sentinels MPI lets a program pass for an array (MPI_STATUSES_IGNORE,
+# MPI_ERRCODES_IGNORE, MPI_ARGV_NULL) compile without warnings at -O2: GCC 11 and later warn
+# (-Wstringop-overflow) where a parameter is spelled `T p[]`, as MPICH's header spells them.
+cat >"$WORK/sentinels.c" <<'EOF'
+#include <mpi.h>
+
+int main(int argc, char **argv)
+{
+    MPI_Request rq[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+    int idx[2] = {0, 0}, outcount = 0, flag = 0;
+    MPI_Comm child = MPI_COMM_NULL;
+    MPI_Init(&argc, &argv);
+    MPI_Waitall(2, rq, MPI_STATUSES_IGNORE);
+    MPI_Testall(2, rq, &flag, MPI_STATUSES_IGNORE);
+    MPI_Waitsome(2, rq, &outcount, idx, MPI_STATUSES_IGNORE);
+    if (argc > 5)
+        MPI_Comm_spawn("true", MPI_ARGV_NULL, 1, MPI_INFO_NULL, 0, MPI_COMM_SELF, &child, MPI_ERRCODES_IGNORE);
+    MPI_Finalize();
+    return flag + outcount;
+}
+EOF
+"$CC" -std=c11 -O2 -Wall -Wextra -Werror -I "$INC" -c -o "$WORK/sentinels.o" "$WORK/sentinels.c" ||
+    fail "sentinel arguments (MPI_STATUSES_IGNORE, ...) draw warnings at -O2"
+if "$MPICC" -std=c11 -O2 -Wall -Wextra -Werror -DHCOMM_MPI_H -c -o "$WORK/sentinels_mpich.o" "$WORK/sentinels.c" 2>/dev/null; then
+    note "(d) sentinel arguments compile at -O2 -Werror (MPICH's header too)"
+else
+    note "(d) sentinel arguments compile at -O2 -Werror (MPICH's header draws -Wstringop-overflow there)"
+fi
 
 echo "PASS: include/mpi.h matches MPICH ($("$MPICC" -E -dM -x c - <<<'#include <mpi.h>' | sed -nE 's/^#define MPICH_VERSION "(.*)"/\1/p')): ${#probe_names[@]} constants, ${#protos[@]} prototypes, ${#types[@]} types"

