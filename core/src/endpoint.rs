@@ -538,10 +538,17 @@ impl Endpoint {
     /// none is: every wait calls it. Best effort: an acknowledgement to a peer whose link has
     /// failed is dropped (nobody waits for it any more), as `drain` leaves failures to the
     /// operation that needs the peer.
+    #[inline]
     pub fn p2p_flush_acks(&self) {
-        if self.n_acks.load(Ordering::SeqCst) == 0 {
-            return;
+        if self.n_acks.load(Ordering::SeqCst) != 0 {
+            self.p2p_flush_owed_acks();
         }
+    }
+
+    /// The part of [`Endpoint::p2p_flush_acks`] that runs when acknowledgements are owed (out
+    /// of line: every wait's loop checks, and almost none owes one).
+    #[cold]
+    fn p2p_flush_owed_acks(&self) {
         // Sent with the list's lock released: posting to this rank itself takes a source's
         // lock, and matching (which holds one) queues acknowledgements here — holding both
         // in the opposite order deadlocked a rank whose progress thread flushed while its
