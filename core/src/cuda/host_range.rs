@@ -45,8 +45,8 @@ fn current_break() -> usize {
         return 0;
     }
     // SAFETY: `at` is the address of glibc's `void *__curbrk`, a word-aligned global that
-    // lives as long as the process. glibc writes it (whole-word stores, under its malloc
-    // lock) when the break moves; a volatile word read sees the old or the new value. An old
+    // lives as long as the process. glibc writes it with whole-word stores when the break
+    // moves; an aligned volatile word read sees the old or the new value, never a mix. An old
     // value from a break that just grew only answers "not sure" (the caller asks CUDA); one
     // from a break that just shrank covers bytes `malloc` has just given back, which no live
     // buffer can be.
