@@ -13,10 +13,10 @@
 # tests (cargo: launcher, faults, tools, stats, bench smoke, fuzz corpus replay, the GPU
 # kernels' arithmetic on the host), the soak test, the PTX regeneration check, the header
 # check against MPICH's mpi.h, the C compatibility and multi-rank suites under hcomm, MPICH
-# and Open MPI, the hcomm suites again over TCP, the TCP/rendezvous, security and network-namespace scripts,
-# libhcomm_preload.so preloaded into MPICH and Open MPI programs and into mpi4py, the
-# training examples (C and Python), and the GPU check's programs on host memory (CI has no
-# GPU; scripts/gpu-check.sh runs on one).
+# and Open MPI, the hcomm suites again over TCP, the TCP/rendezvous, security and
+# network-namespace scripts, libhcomm_preload.so preloaded into MPICH and Open MPI programs
+# and into mpi4py, the training examples (C and Python), and the GPU check's programs on host
+# memory (CI has no GPU; scripts/gpu-check.sh runs on one).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -6,9 +6,10 @@
 //! Exports: only the calls it intercepts — `MPI_Init`, `MPI_Init_thread`, `MPI_Finalize` and
 //! the collectives hcomm will take (`MPI_Allreduce`, `MPI_Bcast`, `MPI_Allgather`,
 //! `MPI_Allgatherv`, `MPI_Reduce_scatter`, `MPI_Reduce_scatter_block`, `MPI_Reduce`,
-//! `MPI_Barrier`, and the large-count `_c` variants of those that have one). No `PMPI_` names and nothing else
-//! (`MPI_Get_version`, `MPI_Comm_rank`, …): the host MPI keeps answering those, and probes such
-//! as mpi4py's still see the real library. `libhcomm_preload.symbols` is the checked-in list.
+//! `MPI_Barrier`, and the large-count `_c` variants of those that have one). No `PMPI_` names
+//! and nothing else (`MPI_Get_version`, `MPI_Comm_rank`, …): the host MPI keeps answering
+//! those, and probes such as mpi4py's still see the real library.
+//! `libhcomm_preload.symbols` is the checked-in list.
 //!
 //! Every entry point forwards to the host's `PMPI_X` ([`real`]), resolved once on first use.
 //! Handle parameters are pointer-sized: one symbol receives MPICH's `int` handles and Open

@@ -52,9 +52,14 @@ fn narrow(c: Count) -> Option<c_int> {
     c_int::try_from(c).ok()
 }
 
-/// Every entry of `v` as an `int`, or `None` if one does not fit.
-fn narrow_all(v: &[Count]) -> Option<Vec<c_int>> {
-    v.iter().map(|&c| narrow(c)).collect()
+/// The `n` entries at `v` as `int`s, or `None` if one does not fit.
+///
+/// # Safety
+/// `v` points to `n` readable counts.
+unsafe fn narrow_all(v: *const Count, n: usize) -> Option<Vec<c_int>> {
+    // SAFETY: the caller's contract.
+    let wide = unsafe { std::slice::from_raw_parts(v, n) };
+    wide.iter().map(|&c| narrow(c)).collect()
 }
 
 /// Resolves the host's `int` version, as function type `T`.
@@ -198,13 +203,13 @@ pub unsafe fn allgatherv(
         return unsafe { f(s, sn, sdt, r, std::ptr::null(), std::ptr::null(), rdt, comm) };
     }
     // SAFETY: MPI: both arrays hold one entry per rank received from (`n`).
-    let (wide_counts, wide_displs) = unsafe {
+    let (ints, offs) = unsafe {
         (
-            std::slice::from_raw_parts(counts, n as usize),
-            std::slice::from_raw_parts(displs, n as usize),
+            narrow_all(counts, n as usize),
+            narrow_all(displs, n as usize),
         )
     };
-    let (Some(ints), Some(offs)) = (narrow_all(wide_counts), narrow_all(wide_displs)) else {
+    let (Some(ints), Some(offs)) = (ints, offs) else {
         return count_error(comm);
     };
     // SAFETY: the same call with equal `int` counts and displacements.
@@ -246,8 +251,7 @@ pub unsafe fn reduce_scatter(
         return unsafe { f(s, r, std::ptr::null(), dt, op, comm) };
     }
     // SAFETY: MPI: `counts` holds one entry per rank of `comm`.
-    let wide = unsafe { std::slice::from_raw_parts(counts, n as usize) };
-    let Some(ints) = narrow_all(wide) else {
+    let Some(ints) = (unsafe { narrow_all(counts, n as usize) }) else {
         return count_error(comm);
     };
     // SAFETY: the same call with equal `int` counts.
