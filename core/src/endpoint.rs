@@ -26,7 +26,7 @@ use crate::error::{Error, Result};
 use crate::frame::{FrameHeader, Signature, FLAG_SYNC_ACK};
 use crate::health::{Notices, PeerMeta};
 use crate::transport::shm::Segment;
-use crate::transport::{CmaSend, Link};
+use crate::transport::{CmaSend, Expected, Link};
 use crate::wait::Doorbell;
 
 /// Identifies the frames a receive wants.
@@ -333,6 +333,16 @@ impl Endpoint {
     pub fn cma_ack(&self, peer: usize, ticket: u64) -> Result<()> {
         self.link(peer)?.cma_ack(ticket);
         Ok(())
+    }
+
+    /// Takes `peer`'s next boxed frame if it is exactly `exp`, its payload to `take`
+    /// ([`Link::try_take_expected`]); `false` leaves everything to [`Endpoint::poll_recv`].
+    #[inline]
+    pub fn take_expected(&self, peer: usize, exp: &Expected, take: &mut dyn FnMut(&[u8])) -> bool {
+        self.links
+            .get(peer)
+            .and_then(|l| l.as_deref())
+            .is_some_and(|l| l.try_take_expected(exp, take))
     }
 
     /// Feeds frames from `peer` that match `key` to `consume` until it returns `false`

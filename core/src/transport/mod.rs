@@ -14,7 +14,7 @@ pub mod tcp;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::error::Result;
-use crate::frame::FrameHeader;
+use crate::frame::{FrameHeader, Signature};
 
 /// Payload bytes this process sent over shared memory / TCP (`HCOMM_STATS`): one relaxed
 /// atomic add per frame, in [`crate::endpoint::Endpoint::try_send`].
@@ -29,6 +29,18 @@ pub static STAGE_FULL: AtomicU64 = AtomicU64::new(0);
 #[inline]
 pub fn count_sent(link: &dyn Link, n: usize) {
     link.sent_counter().fetch_add(n as u64, Ordering::Relaxed);
+}
+
+/// The one frame a receiver of a collective's small message expects from a peer: the call's
+/// key (`comm_id`, `seq`, `tag`), its signature, and the whole message of `len` bytes in one
+/// frame ([`Link::try_take_expected`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Expected {
+    pub comm_id: u64,
+    pub seq: u64,
+    pub tag: u32,
+    pub sig: Signature,
+    pub len: usize,
 }
 
 /// A connection to one peer, both directions.
@@ -82,6 +94,19 @@ pub trait Link: Send + Sync {
         _take: &mut dyn FnMut(&FrameHeader, &[u8]) -> Result<bool>,
     ) -> Result<bool> {
         Ok(false)
+    }
+
+    /// Takes the next frame of the boxes ([`Link::try_send_box`]) when it is exactly `exp` —
+    /// its key, its signature, one whole message of `exp.len` bytes — and hands its payload to
+    /// `take`. Anything else (no frame yet, another call's frame, a mismatched one, the
+    /// cursor busy) returns `false` and leaves every frame where it was, for
+    /// [`Link::try_take_box`] and [`Link::try_recv`]: a shortcut for the frame a small
+    /// collective waits for, which decides nothing the general matching would decide
+    /// otherwise. (It compares the box's fields to the expected ones where the general path
+    /// builds a header, asks a matching closure and checks the signature: about a third of
+    /// an 8-byte bcast leaf's instructions.)
+    fn try_take_expected(&self, _exp: &Expected, _take: &mut dyn FnMut(&[u8])) -> bool {
+        false
     }
 
     /// Single copy, sending side: posts a control frame (header `hdr`, `flags |=`
