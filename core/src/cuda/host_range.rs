@@ -7,14 +7,15 @@
 use std::cell::Cell;
 use std::sync::OnceLock;
 
-/// Whether `[p, p + len)` lies in the calling thread's stack or in the `brk` heap (asked in
-/// that order: the stack test is the cheaper).
+/// Whether `[p, p + len)` lies in the `brk` heap or in the calling thread's stack (asked in
+/// that order: the heap test reads two statics and glibc's break, about 15 instructions; the
+/// stack test reaches a thread-local through `__tls_get_addr` in a shared library, about 35).
 #[inline]
 pub fn surely_host(p: usize, len: usize) -> bool {
     let Some(end) = p.checked_add(len.max(1)) else {
         return false;
     };
-    in_stack(p, end) || in_heap(p, end)
+    in_heap(p, end) || in_stack(p, end)
 }
 
 fn in_heap(p: usize, end: usize) -> bool {

@@ -88,7 +88,16 @@ pub(super) fn aware(c: &Comm) -> Result<bool> {
         AWARE => return Ok(true),
         NOT_AWARE => {
             // Calls on one communicator are ordered by MPI: the count is the same everywhere.
-            let call = c.cuda_calls.fetch_add(1, Ordering::Relaxed).wrapping_add(2);
+            // The same ordering makes one thread at a time count (two threads in collectives
+            // on one communicator at once is erroneous, and a correct program orders them), so
+            // a plain load and store count, not a locked add; past the last agreement the
+            // count stops, and never wraps round to agree again.
+            let done = c.cuda_calls.load(Ordering::Relaxed);
+            let call = done.saturating_add(2);
+            if call > REAGREE_MAX {
+                return Ok(false);
+            }
+            c.cuda_calls.store(done + 1, Ordering::Relaxed);
             if !reagree_at(call) {
                 return Ok(false);
             }
