@@ -238,8 +238,8 @@ struct OneShot<'a> {
     comm: &'a Comm,
     seq: u64,
     sig: Signature,
-    /// The header of every frame we send.
-    hdr: FrameHeader,
+    /// Every frame we send.
+    frame: Expected,
     /// What we send: to peer p, the `nbytes` at `mine + p × stride`.
     mine: *const u8,
     stride: usize,
@@ -288,13 +288,11 @@ impl<'a> OneShot<'a> {
         for p in (0..n).filter(|&p| p != r && root.is_none_or(|root| root == p)) {
             pending |= 1 << p;
         }
-        let mut hdr = FrameHeader::new(&sig, comm.id, seq, tag(0, 0), comm.ep.rank as u32);
-        hdr.set_msg_len(nbytes as u64);
         OneShot {
             comm,
             seq,
             sig,
-            hdr,
+            frame: whole(comm, seq, &sig, nbytes),
             mine,
             stride: 0,
             own: mine,
@@ -319,7 +317,7 @@ impl OneShot<'_> {
             if self
                 .comm
                 .ep
-                .try_send(self.comm.world[p], &self.hdr, payload)?
+                .try_send_expected(self.comm.world[p], &self.frame, payload)?
             {
                 self.pending &= !(1 << p);
                 moved = true;
@@ -417,6 +415,18 @@ fn bits_high_first(mask: u64) -> impl Iterator<Item = usize> {
     })
 }
 
+/// The one frame of call `seq` (tag 0) whose payload is a whole message of `len` bytes: what
+/// the fast paths send and expect.
+fn whole(comm: &Comm, seq: u64, sig: &Signature, len: usize) -> Expected {
+    Expected {
+        comm_id: comm.id,
+        seq,
+        tag: tag(0, 0),
+        sig: *sig,
+        len,
+    }
+}
+
 /// Takes rank `j`'s whole message of call `seq` (tag 0, `len` bytes in one frame) if it has
 /// arrived, checked against `sig` and `len`, and hands its payload to `apply`; whether it was
 /// taken.
@@ -428,13 +438,7 @@ fn take_whole(
     len: usize,
     mut apply: impl FnMut(&[u8]),
 ) -> Result<bool> {
-    let exp = Expected {
-        comm_id: comm.id,
-        seq,
-        tag: tag(0, 0),
-        sig: *sig,
-        len,
-    };
+    let exp = whole(comm, seq, sig, len);
     // The frame a small call waits for is, nearly always, the next one in the peer's boxes.
     if comm.ep.take_expected(comm.world[j], &exp, &mut apply) {
         return Ok(true);
@@ -643,21 +647,17 @@ impl Wait for Relay<'_> {
         }
         if self.parent.is_none() {
             if self.children != 0 {
-                // Made here, not with the state: most ranks of a tree are leaves.
-                let mut hdr = FrameHeader::new(
-                    &self.sig,
-                    self.comm.id,
-                    self.seq,
-                    tag(0, 0),
-                    self.comm.ep.rank as u32,
-                );
-                hdr.set_msg_len(self.nbytes as u64);
+                let out = whole(self.comm, self.seq, &self.sig, self.nbytes);
                 for k in bits_high_first(self.children) {
                     // SAFETY: `buf` holds the message (ours, or received above), `nbytes`
                     // long.
                     let payload = unsafe { slice(self.buf, self.nbytes) };
                     let p = self.child(k);
-                    if self.comm.ep.try_send(self.comm.world[p], &hdr, payload)? {
+                    if self
+                        .comm
+                        .ep
+                        .try_send_expected(self.comm.world[p], &out, payload)?
+                    {
                         self.children &= !(1 << k);
                         moved = true;
                     }
@@ -758,8 +758,8 @@ struct Gather<'a> {
     comm: &'a Comm,
     seq: u64,
     sig: Signature,
-    /// The header of every frame we send.
-    hdr: FrameHeader,
+    /// Every frame we send.
+    frame: Expected,
     blocks: Blocks<'a>,
     /// Comm ranks we still have to send our block to (bit p).
     to_send: u64,
@@ -771,13 +771,11 @@ impl<'a> Gather<'a> {
     fn new(comm: &'a Comm, seq: u64, blocks: Blocks<'a>, sig: Signature) -> Gather<'a> {
         let (n, r) = (comm.size(), comm.rank);
         let others = (0..n).filter(|&p| p != r).fold(0u64, |m, p| m | 1 << p);
-        let mut hdr = FrameHeader::new(&sig, comm.id, seq, tag(0, 0), comm.ep.rank as u32);
-        hdr.set_msg_len(blocks.of(r).1 as u64);
         Gather {
             comm,
             seq,
             sig,
-            hdr,
+            frame: whole(comm, seq, &sig, blocks.of(r).1),
             blocks,
             to_send: others,
             to_take: others,
@@ -796,7 +794,7 @@ impl Wait for Gather<'_> {
             if self
                 .comm
                 .ep
-                .try_send(self.comm.world[p], &self.hdr, payload)?
+                .try_send_expected(self.comm.world[p], &self.frame, payload)?
             {
                 self.to_send &= !(1 << p);
                 moved = true;

@@ -96,6 +96,14 @@ pub trait Link: Send + Sync {
         Ok(false)
     }
 
+    /// Posts the frame `exp` describes (`payload` is its whole message, `exp.len` bytes) in a
+    /// box, like [`Link::try_send_box`] with the header [`FrameHeader::new`] makes of `exp`
+    /// and its message length — without making it. `false`: no box (too long, none free):
+    /// send that header with [`Link::try_send`].
+    fn try_send_expected(&self, _exp: &Expected, _payload: &[u8]) -> bool {
+        false
+    }
+
     /// Takes the next frame of the boxes ([`Link::try_send_box`]) when it is exactly `exp` —
     /// its key, its signature, one whole message of `exp.len` bytes — and hands its payload to
     /// `take`. Anything else (no frame yet, another call's frame, a mismatched one, the

@@ -668,6 +668,12 @@ impl ChannelEnd {
 #[derive(Clone, Copy)]
 struct FrameBoxes(*mut u8);
 
+// SAFETY: the pointer is into a shared mapping that the holder keeps mapped (a `ShmLink` holds
+// both segments' `Arc`); what it reaches is shared memory, written only through atomics or
+// under the sending or receiving cursor's lock (see `put` and `peek`), whichever thread that is.
+unsafe impl Send for FrameBoxes {}
+unsafe impl Sync for FrameBoxes {}
+
 /// One side's place in a channel's boxes, in its own process's memory.
 #[derive(Default)]
 struct BoxCursor {
@@ -747,6 +753,53 @@ impl Drop for CursorGuard<'_> {
     }
 }
 
+/// What a box's first line carries of a frame's header (the rest is implied, see
+/// [`BoxLine`]).
+struct BoxFields {
+    kind: u8,
+    comm_id: u64,
+    seq: u64,
+    count: u32,
+    tag: u32,
+    root: i32,
+    dtype: u32,
+    op: u32,
+}
+
+impl BoxFields {
+    /// The fields of a header that [`FrameBoxes::fits`] accepted.
+    fn of_header(h: &FrameHeader) -> BoxFields {
+        BoxFields {
+            kind: h.kind,
+            comm_id: h.comm_id,
+            seq: h.seq,
+            count: h.count as u32,
+            tag: h.tag,
+            root: h.root,
+            dtype: h.dtype,
+            op: h.op,
+        }
+    }
+
+    /// The fields of the frame `exp` describes when it can travel in the boxes: a payload of
+    /// at most [`BOX_MAX_PAYLOAD`] bytes and a count that fits the line's 32 bits.
+    fn of_expected(e: &Expected) -> Option<BoxFields> {
+        if e.len > BOX_MAX_PAYLOAD {
+            return None;
+        }
+        Some(BoxFields {
+            kind: e.sig.kind as u8,
+            comm_id: e.comm_id,
+            seq: e.seq,
+            count: u32::try_from(e.sig.count).ok()?,
+            tag: e.tag,
+            root: e.sig.root,
+            dtype: e.sig.dtype,
+            op: e.sig.op,
+        })
+    }
+}
+
 impl FrameBoxes {
     /// The boxes of the channel at `chan`.
     fn of(chan: *mut u8) -> FrameBoxes {
@@ -800,13 +853,11 @@ impl FrameBoxes {
             && reserved_ok
     }
 
-    /// Posts `hdr` + `payload` in the next lines if they fit the boxes ([`FrameBoxes::fits`])
-    /// and the lines are free. `tx` is the sender's cursor (held: one sending thread at a
-    /// time).
-    fn put(&self, tx: &mut BoxCursor, hdr: &FrameHeader, payload: &[u8]) -> bool {
-        if !Self::fits(hdr, payload) {
-            return false;
-        }
+    /// Posts a frame of header fields `hdr` and `payload` (at most [`BOX_MAX_PAYLOAD`] bytes)
+    /// in the next lines if they are free. `tx` is the sender's cursor (held: one sending
+    /// thread at a time).
+    fn put(&self, tx: &mut BoxCursor, hdr: &BoxFields, payload: &[u8]) -> bool {
+        debug_assert!(payload.len() <= BOX_MAX_PAYLOAD);
         let n = tx.next;
         let k = span(payload.len()) as u64;
         // A frame that would wrap starts the next lap; the lines left in this one are skipped.
@@ -841,7 +892,7 @@ impl FrameBoxes {
             (*b).len = payload.len() as u16;
             (*b).comm_id = hdr.comm_id;
             (*b).seq = hdr.seq;
-            (*b).count = hdr.count as u32;
+            (*b).count = hdr.count;
             (*b).tag = hdr.tag;
             (*b).root = hdr.root;
             (*b).dtype = hdr.dtype;
@@ -1027,6 +1078,9 @@ pub struct ShmLink {
     /// Our places in the boxes we send to and take from ([`FrameBoxes`]).
     box_tx: CursorLock,
     box_rx: CursorLock,
+    /// The boxes we send to (in the peer's segment) and take from (in ours), found once.
+    tx_boxes: FrameBoxes,
+    rx_boxes: FrameBoxes,
     /// The peer's segment, whose doorbell we ring for new data and for freed slots.
     peer: Arc<Segment>,
     /// Our segment, where we acknowledge single-copy messages from the peer.
@@ -1061,7 +1115,7 @@ impl ShmLink {
         if self.recv_ring_up_to(max, visit)? {
             return Ok(true);
         }
-        let b = FrameBoxes::of(self.mine.channel(self.peer_rank));
+        let b = self.rx_boxes;
         // Waits for a thread of ours that is taking a box frame (`take_box`, which holds the
         // cursor only while it visits one frame): skipping the boxes then could leave the
         // frame behind that one unseen by a caller about to sleep, whose doorbell was rung
@@ -1205,6 +1259,8 @@ impl ShmLink {
             rx: Mutex::new(ChannelEnd::new(mine.clone(), peer)),
             box_tx: CursorLock::new(),
             box_rx: CursorLock::new(),
+            tx_boxes: FrameBoxes::of(theirs.channel(me)),
+            rx_boxes: FrameBoxes::of(mine.channel(peer)),
             peer: theirs,
             mine,
             me,
@@ -1229,10 +1285,15 @@ impl ShmLink {
     /// collective's message, may go here (see `Endpoint::try_send`). Another thread of ours
     /// sending in the boxes at the moment sends this frame to the ring.
     fn send_box(&self, hdr: &FrameHeader, payload: &[u8]) -> bool {
+        FrameBoxes::fits(hdr, payload) && self.put_box(&BoxFields::of_header(hdr), payload)
+    }
+
+    /// Posts a frame that fits the boxes in them if a line is free, and rings the peer.
+    fn put_box(&self, fields: &BoxFields, payload: &[u8]) -> bool {
         let Some(mut tx) = self.box_tx.try_lock() else {
             return false;
         };
-        if !FrameBoxes::of(self.peer.channel(self.me)).put(&mut tx, hdr, payload) {
+        if !self.tx_boxes.put(&mut tx, fields, payload) {
             return false;
         }
         drop(tx);
@@ -1248,7 +1309,7 @@ impl ShmLink {
         want: &mut dyn FnMut(&FrameHeader) -> Result<bool>,
         take: &mut dyn FnMut(&FrameHeader, &[u8]) -> Result<bool>,
     ) -> Result<bool> {
-        let b = FrameBoxes::of(self.mine.channel(self.peer_rank));
+        let b = self.rx_boxes;
         let Some(mut rx) = self.box_rx.try_lock() else {
             return Ok(false);
         };
@@ -1319,11 +1380,16 @@ impl Link for ShmLink {
         self.take_box(want, take)
     }
 
+    fn try_send_expected(&self, exp: &Expected, payload: &[u8]) -> bool {
+        debug_assert_eq!(exp.len, payload.len());
+        BoxFields::of_expected(exp).is_some_and(|f| self.put_box(&f, payload))
+    }
+
     fn try_take_expected(&self, exp: &Expected, take: &mut dyn FnMut(&[u8])) -> bool {
         let Some(mut rx) = self.box_rx.try_lock() else {
             return false;
         };
-        FrameBoxes::of(self.mine.channel(self.peer_rank)).take_expected(&mut rx, exp, take)
+        self.rx_boxes.take_expected(&mut rx, exp, take)
     }
 
     fn try_send_cma(&self, hdr: &FrameHeader, addr: *const u8) -> Result<CmaSend> {
@@ -1866,6 +1932,57 @@ mod tests {
     /// The shortcut takes the head frame only when every field it carries is the expected
     /// one; any difference leaves the frame for the general matching, which then sees it
     /// unchanged. Frames of one and of several lines.
+    /// A frame sent from its description is the frame `FrameHeader::new` describes: the
+    /// general reader sees that header (length and sender set); a message too long for the
+    /// boxes, or a count wider than a line's 32 bits, is refused (it takes the ring).
+    #[test]
+    fn a_frame_sent_from_its_description_reads_as_its_header() {
+        let (l01, l10) = link_pair("sendexp", 2);
+        let sig = allreduce_sig();
+        for len in [0usize, 8, 300, BOX_MAX_PAYLOAD] {
+            let payload: Vec<u8> = (0..len).map(|i| (i * 5 + 1) as u8).collect();
+            let exp = Expected {
+                comm_id: 42,
+                seq: len as u64,
+                tag: 5,
+                sig,
+                len,
+            };
+            assert!(l01.try_send_expected(&exp, &payload));
+            let mut want = FrameHeader::new(&sig, 42, len as u64, 5, 0);
+            want.set_msg_len(len as u64);
+            want.len = len as u32;
+            let mut seen = 0;
+            assert!(l10
+                .try_recv(&mut |h, p| {
+                    assert_eq!(*h, want);
+                    assert_eq!(p, &payload[..]);
+                    seen += 1;
+                    Ok(())
+                })
+                .unwrap());
+            assert_eq!(seen, 1);
+        }
+        let long = Expected {
+            comm_id: 42,
+            seq: 1,
+            tag: 5,
+            sig,
+            len: BOX_MAX_PAYLOAD + 1,
+        };
+        assert!(!l01.try_send_expected(&long, &[0; BOX_MAX_PAYLOAD + 1]));
+        let wide = Expected {
+            len: 8,
+            sig: Signature {
+                count: u64::from(u32::MAX) + 1,
+                ..sig
+            },
+            ..long
+        };
+        assert!(!l01.try_send_expected(&wide, &[0; 8]));
+        assert!(!l10.try_recv(&mut |_, _| panic!("empty")).unwrap());
+    }
+
     #[test]
     fn the_expected_frame_is_taken_and_no_other() {
         let (l01, l10) = link_pair("expect", 2);
