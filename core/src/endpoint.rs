@@ -23,10 +23,10 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use crate::error::{Error, Result};
-use crate::frame::{FrameHeader, Signature, FLAG_SYNC_ACK};
+use crate::frame::{Expected, FrameHeader, Signature, FLAG_SYNC_ACK};
 use crate::health::{Notices, PeerMeta};
 use crate::transport::shm::Segment;
-use crate::transport::{CmaSend, Expected, Link};
+use crate::transport::{CmaSend, Link};
 use crate::wait::Doorbell;
 
 /// Identifies the frames a receive wants.

@@ -181,6 +181,20 @@ impl std::fmt::Display for Signature {
     }
 }
 
+/// The one frame of a collective's small message, as its sender and its receiver both know
+/// it: the call's key (`comm_id`, `seq`, `tag`), its signature, and the whole message of
+/// `len` bytes in one frame (offset 0). Links post and take such a frame from this
+/// description without a [`FrameHeader`] (`transport::Link::try_send_expected`,
+/// `try_take_expected`); [`FrameHeader::new`] with the message length set is the same frame.
+#[derive(Clone, Copy, Debug)]
+pub struct Expected {
+    pub comm_id: u64,
+    pub seq: u64,
+    pub tag: u32,
+    pub sig: Signature,
+    pub len: usize,
+}
+
 /// Fixed-size header; 128 bytes so that a payload that follows it in a slot stays
 /// 64-byte aligned.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -26,10 +26,9 @@ use crate::comm::Comm;
 use crate::endpoint::MatchKey;
 use crate::engine::{drive, Step, Wait};
 use crate::error::{Class, Error, Result};
-use crate::frame::{FrameHeader, Signature};
+use crate::frame::{Expected, FrameHeader, Signature};
 use crate::health;
 use crate::request::{Completion, Op};
-use crate::transport::Expected;
 
 /// The largest message the fast path takes (bytes); larger ones also need a fragment each.
 pub(super) const MAX_BYTES: usize = 16 << 10;

@@ -14,7 +14,7 @@ pub mod tcp;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::error::Result;
-use crate::frame::{FrameHeader, Signature};
+use crate::frame::{Expected, FrameHeader};
 
 /// Payload bytes this process sent over shared memory / TCP (`HCOMM_STATS`): one relaxed
 /// atomic add per frame, in [`crate::endpoint::Endpoint::try_send`].
@@ -29,18 +29,6 @@ pub static STAGE_FULL: AtomicU64 = AtomicU64::new(0);
 #[inline]
 pub fn count_sent(link: &dyn Link, n: usize) {
     link.sent_counter().fetch_add(n as u64, Ordering::Relaxed);
-}
-
-/// The one frame a receiver of a collective's small message expects from a peer: the call's
-/// key (`comm_id`, `seq`, `tag`), its signature, and the whole message of `len` bytes in one
-/// frame ([`Link::try_take_expected`]).
-#[derive(Clone, Copy, Debug)]
-pub struct Expected {
-    pub comm_id: u64,
-    pub seq: u64,
-    pub tag: u32,
-    pub sig: Signature,
-    pub len: usize,
 }
 
 /// A connection to one peer, both directions.

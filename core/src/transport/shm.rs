@@ -39,9 +39,9 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use super::{CmaSend, Expected, Link, CMA_PAYLOAD};
+use super::{CmaSend, Link, CMA_PAYLOAD};
 use crate::error::{Error, Result};
-use crate::frame::{FrameHeader, FLAG_STAGED};
+use crate::frame::{Expected, FrameHeader, FLAG_STAGED};
 use crate::wait::Doorbell;
 
 /// "hcomshm3": the layout of this build (frames of up to [`BOX_SPAN`] box lines, stage); a
