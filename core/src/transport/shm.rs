@@ -853,11 +853,13 @@ impl FrameBoxes {
             && reserved_ok
     }
 
-    /// Posts a frame of header fields `hdr` and `payload` (at most [`BOX_MAX_PAYLOAD`] bytes)
-    /// in the next lines if they are free. `tx` is the sender's cursor (held: one sending
-    /// thread at a time).
+    /// Posts a frame of header fields `hdr` and `payload` in the next lines if it fits the
+    /// boxes (at most [`BOX_MAX_PAYLOAD`] bytes) and they are free. `tx` is the sender's
+    /// cursor (held: one sending thread at a time).
     fn put(&self, tx: &mut BoxCursor, hdr: &BoxFields, payload: &[u8]) -> bool {
-        debug_assert!(payload.len() <= BOX_MAX_PAYLOAD);
+        if payload.len() > BOX_MAX_PAYLOAD {
+            return false;
+        }
         let n = tx.next;
         let k = span(payload.len()) as u64;
         // A frame that would wrap starts the next lap; the lines left in this one are skipped.
@@ -1381,8 +1383,9 @@ impl Link for ShmLink {
     }
 
     fn try_send_expected(&self, exp: &Expected, payload: &[u8]) -> bool {
-        debug_assert_eq!(exp.len, payload.len());
-        BoxFields::of_expected(exp).is_some_and(|f| self.put_box(&f, payload))
+        // The length is the payload's, checked here: `put` relies on it to stay in the area.
+        payload.len() == exp.len
+            && BoxFields::of_expected(exp).is_some_and(|f| self.put_box(&f, payload))
     }
 
     fn try_take_expected(&self, exp: &Expected, take: &mut dyn FnMut(&[u8])) -> bool {
@@ -1934,7 +1937,8 @@ mod tests {
     /// unchanged. Frames of one and of several lines.
     /// A frame sent from its description is the frame `FrameHeader::new` describes: the
     /// general reader sees that header (length and sender set); a message too long for the
-    /// boxes, or a count wider than a line's 32 bits, is refused (it takes the ring).
+    /// boxes, a count wider than a line's 32 bits or a payload that is not `len` bytes is
+    /// refused (it takes the ring).
     #[test]
     fn a_frame_sent_from_its_description_reads_as_its_header() {
         let (l01, l10) = link_pair("sendexp", 2);
@@ -1980,6 +1984,10 @@ mod tests {
             ..long
         };
         assert!(!l01.try_send_expected(&wide, &[0; 8]));
+        // A payload of another length than the description's is no such frame.
+        let short = Expected { len: 8, ..long };
+        assert!(!l01.try_send_expected(&short, &[0; 9]));
+        assert!(!l01.try_send_expected(&short, &[0; BOX_MAX_PAYLOAD + 1]));
         assert!(!l10.try_recv(&mut |_, _| panic!("empty")).unwrap());
     }
 
