@@ -258,17 +258,21 @@ impl Endpoint {
 
     /// Sends the whole small message of a collective that `exp` describes (`payload`,
     /// `exp.len` bytes, from this rank): in a box when one is free, without making its header
-    /// ([`Link::try_send_expected`]); else the frame [`FrameHeader::new`] makes of `exp`, as
-    /// [`Endpoint::try_send`] sends it.
+    /// ([`Link::try_send_expected`]); else the frame [`FrameHeader::new`] makes of `exp`, in
+    /// the link's stream.
     pub fn try_send_expected(&self, peer: usize, exp: &Expected, payload: &[u8]) -> Result<bool> {
         let link = self.link(peer)?;
-        if link.try_send_expected(exp, payload) {
+        // The box just refused it: straight to the stream, not through the box again.
+        let sent = link.try_send_expected(exp, payload) || {
+            let mut hdr =
+                FrameHeader::new(&exp.sig, exp.comm_id, exp.seq, exp.tag, self.rank as u32);
+            hdr.set_msg_len(exp.len as u64);
+            link.try_send(&hdr, payload)?
+        };
+        if sent {
             crate::transport::count_sent(link, payload.len());
-            return Ok(true);
         }
-        let mut hdr = FrameHeader::new(&exp.sig, exp.comm_id, exp.seq, exp.tag, self.rank as u32);
-        hdr.set_msg_len(exp.len as u64);
-        self.try_send(peer, &hdr, payload)
+        Ok(sent)
     }
 
     /// Single copy: posts a control frame for the `len` bytes at `buf` (see

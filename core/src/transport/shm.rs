@@ -75,6 +75,17 @@ const BOXES: usize = 256;
 #[repr(C, align(64))]
 struct BoxLine {
     stamp: AtomicU32,
+    head: BoxHead,
+    payload: [u8; BOX_PAYLOAD],
+}
+
+/// What a frame's first line carries after its stamp: the payload's length (or [`SKIP`])
+/// and what a collective's small frame needs of its header. Packed to 4 bytes so that it
+/// fills bytes 4..44 of the line, as the fields did one by one; written and read whole, by
+/// value, never through a reference into the line.
+#[repr(C, packed(4))]
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct BoxHead {
     kind: u8,
     _pad: u8,
     len: u16,
@@ -85,7 +96,45 @@ struct BoxLine {
     root: i32,
     dtype: u32,
     op: u32,
-    payload: [u8; BOX_PAYLOAD],
+}
+
+impl BoxHead {
+    /// The head of a frame of header `h` (one [`FrameBoxes::fits`] accepted) and a payload
+    /// of `len` bytes.
+    fn of_header(h: &FrameHeader, len: usize) -> BoxHead {
+        BoxHead {
+            kind: h.kind,
+            _pad: 0,
+            len: len as u16,
+            comm_id: h.comm_id,
+            seq: h.seq,
+            count: h.count as u32,
+            tag: h.tag,
+            root: h.root,
+            dtype: h.dtype,
+            op: h.op,
+        }
+    }
+
+    /// The head of the frame `exp` describes when it can travel in the boxes: a payload of
+    /// at most [`BOX_MAX_PAYLOAD`] bytes and a count that fits the line's 32 bits.
+    fn of_expected(e: &Expected) -> Option<BoxHead> {
+        if e.len > BOX_MAX_PAYLOAD {
+            return None;
+        }
+        Some(BoxHead {
+            kind: e.sig.kind as u8,
+            _pad: 0,
+            len: e.len as u16,
+            comm_id: e.comm_id,
+            seq: e.seq,
+            count: u32::try_from(e.sig.count).ok()?,
+            tag: e.tag,
+            root: e.sig.root,
+            dtype: e.sig.dtype,
+            op: e.sig.op,
+        })
+    }
 }
 
 /// Payload bytes a frame's first line holds (an 8-byte allreduce's, a barrier's or a small
@@ -115,6 +164,7 @@ pub const BOX_MAX_PAYLOAD: usize = BOX_PAYLOAD + (BOX_SPAN - 1) * CONT_PAYLOAD;
 const SKIP: u16 = u16::MAX;
 
 const _: () = assert!(std::mem::size_of::<BoxLine>() == BOX_BYTES);
+const _: () = assert!(std::mem::offset_of!(BoxLine, payload) == 44);
 const _: () = assert!(std::mem::size_of::<ContLine>() == BOX_BYTES);
 const _: () = assert!(BOX_MAX_PAYLOAD < SKIP as usize);
 
@@ -753,53 +803,6 @@ impl Drop for CursorGuard<'_> {
     }
 }
 
-/// What a box's first line carries of a frame's header (the rest is implied, see
-/// [`BoxLine`]).
-struct BoxFields {
-    kind: u8,
-    comm_id: u64,
-    seq: u64,
-    count: u32,
-    tag: u32,
-    root: i32,
-    dtype: u32,
-    op: u32,
-}
-
-impl BoxFields {
-    /// The fields of a header that [`FrameBoxes::fits`] accepted.
-    fn of_header(h: &FrameHeader) -> BoxFields {
-        BoxFields {
-            kind: h.kind,
-            comm_id: h.comm_id,
-            seq: h.seq,
-            count: h.count as u32,
-            tag: h.tag,
-            root: h.root,
-            dtype: h.dtype,
-            op: h.op,
-        }
-    }
-
-    /// The fields of the frame `exp` describes when it can travel in the boxes: a payload of
-    /// at most [`BOX_MAX_PAYLOAD`] bytes and a count that fits the line's 32 bits.
-    fn of_expected(e: &Expected) -> Option<BoxFields> {
-        if e.len > BOX_MAX_PAYLOAD {
-            return None;
-        }
-        Some(BoxFields {
-            kind: e.sig.kind as u8,
-            comm_id: e.comm_id,
-            seq: e.seq,
-            count: u32::try_from(e.sig.count).ok()?,
-            tag: e.tag,
-            root: e.sig.root,
-            dtype: e.sig.dtype,
-            op: e.sig.op,
-        })
-    }
-}
-
 impl FrameBoxes {
     /// The boxes of the channel at `chan`.
     fn of(chan: *mut u8) -> FrameBoxes {
@@ -853,11 +856,11 @@ impl FrameBoxes {
             && reserved_ok
     }
 
-    /// Posts a frame of header fields `hdr` and `payload` in the next lines if it fits the
-    /// boxes (at most [`BOX_MAX_PAYLOAD`] bytes) and they are free. `tx` is the sender's
-    /// cursor (held: one sending thread at a time).
-    fn put(&self, tx: &mut BoxCursor, hdr: &BoxFields, payload: &[u8]) -> bool {
-        if payload.len() > BOX_MAX_PAYLOAD {
+    /// Posts a frame of first-line head `head` and `payload` in the next lines if it fits
+    /// the boxes (at most [`BOX_MAX_PAYLOAD`] bytes, the head's length) and they are free.
+    /// `tx` is the sender's cursor (held: one sending thread at a time).
+    fn put(&self, tx: &mut BoxCursor, head: &BoxHead, payload: &[u8]) -> bool {
+        if payload.len() > BOX_MAX_PAYLOAD || usize::from(head.len) != payload.len() {
             return false;
         }
         let n = tx.next;
@@ -885,20 +888,12 @@ impl FrameBoxes {
                     self.stamp(n + i)
                         .store((n + i + 1) as u32, Ordering::Relaxed);
                 }
-                (*self.line(n)).len = SKIP;
+                (*self.line(n)).head.len = SKIP;
                 self.stamp(n).store((n + 1) as u32, Ordering::Release);
             }
             let s = n + skip;
             let b = self.line(s);
-            (*b).kind = hdr.kind;
-            (*b).len = payload.len() as u16;
-            (*b).comm_id = hdr.comm_id;
-            (*b).seq = hdr.seq;
-            (*b).count = hdr.count;
-            (*b).tag = hdr.tag;
-            (*b).root = hdr.root;
-            (*b).dtype = hdr.dtype;
-            (*b).op = hdr.op;
+            (*b).head = *head;
             let first = payload.len().min(BOX_PAYLOAD);
             std::ptr::copy_nonoverlapping(
                 payload.as_ptr(),
@@ -941,7 +936,7 @@ impl FrameBoxes {
         // it writes none of them again before our taken count passes them; the caller holds
         // the receiving cursor, so no other thread of ours reads them. The length is checked
         // before any payload is read; a frame's lines never wrap (`put`).
-        if unsafe { (*self.line(n)).len } == SKIP {
+        if unsafe { (*self.line(n)).head.len } == SKIP {
             let lap = BOXES as u64;
             rx.next = (n / lap + 1) * lap;
             self.taken().store(rx.next, Ordering::Release);
@@ -952,7 +947,8 @@ impl FrameBoxes {
         }
         unsafe {
             let b = self.line(n);
-            let len = (*b).len as usize;
+            let head = (*b).head;
+            let len = usize::from(head.len);
             if len > BOX_MAX_PAYLOAD || (n % BOXES as u64) as usize + span(len) > BOXES {
                 self.release(rx, 0);
                 return Err(Error::other(format!(
@@ -962,14 +958,14 @@ impl FrameBoxes {
                 )));
             }
             let mut h = FrameHeader::blank();
-            h.kind = (*b).kind;
-            h.comm_id = (*b).comm_id;
-            h.seq = (*b).seq;
-            h.count = u64::from((*b).count);
-            h.tag = (*b).tag;
-            h.root = (*b).root;
-            h.dtype = (*b).dtype;
-            h.op = (*b).op;
+            h.kind = head.kind;
+            h.comm_id = head.comm_id;
+            h.seq = head.seq;
+            h.count = u64::from(head.count);
+            h.tag = head.tag;
+            h.root = head.root;
+            h.dtype = head.dtype;
+            h.op = head.op;
             h.src = src as u32;
             h.len = len as u32;
             h.set_msg_len(len as u64);
@@ -998,29 +994,20 @@ impl FrameBoxes {
         if self.stamp(n).load(Ordering::Acquire) != (n + 1) as u32 {
             return false;
         }
+        // A description no box can carry (too long, too wide a count) is never in one.
+        let Some(want) = BoxHead::of_expected(exp) else {
+            return false;
+        };
         let len = exp.len;
         // SAFETY: as in `peek`: the stamp (Acquire) says the sender wrote the frame's lines,
         // which it leaves alone until our taken count passes them; we hold the receiving
-        // cursor. The length is checked (a skip mark, u16::MAX, never equals one that fits)
-        // and the frame's lines inside the lap before any payload is read.
+        // cursor. The head is compared whole, its length with it (a skip mark, u16::MAX,
+        // never equals one that fits), and the frame's lines checked to lie inside the lap
+        // before any payload is read.
         unsafe {
             let b = self.line(n);
-            if usize::from((*b).len) != len
-                || len > BOX_MAX_PAYLOAD
-                || (n % BOXES as u64) as usize + span(len) > BOXES
-            {
-                return false;
-            }
-            let s = &exp.sig;
-            if (*b).comm_id != exp.comm_id
-                || (*b).seq != exp.seq
-                || (*b).tag != exp.tag
-                || (*b).kind != s.kind as u8
-                || u64::from((*b).count) != s.count
-                || (*b).root != s.root
-                || (*b).dtype != s.dtype
-                || (*b).op != s.op
-            {
+            let head = (*b).head;
+            if head != want || (n % BOXES as u64) as usize + span(len) > BOXES {
                 return false;
             }
             let first = std::ptr::addr_of!((*b).payload).cast::<u8>();
@@ -1287,15 +1274,16 @@ impl ShmLink {
     /// collective's message, may go here (see `Endpoint::try_send`). Another thread of ours
     /// sending in the boxes at the moment sends this frame to the ring.
     fn send_box(&self, hdr: &FrameHeader, payload: &[u8]) -> bool {
-        FrameBoxes::fits(hdr, payload) && self.put_box(&BoxFields::of_header(hdr), payload)
+        FrameBoxes::fits(hdr, payload)
+            && self.put_box(&BoxHead::of_header(hdr, payload.len()), payload)
     }
 
     /// Posts a frame that fits the boxes in them if a line is free, and rings the peer.
-    fn put_box(&self, fields: &BoxFields, payload: &[u8]) -> bool {
+    fn put_box(&self, head: &BoxHead, payload: &[u8]) -> bool {
         let Some(mut tx) = self.box_tx.try_lock() else {
             return false;
         };
-        if !self.tx_boxes.put(&mut tx, fields, payload) {
+        if !self.tx_boxes.put(&mut tx, head, payload) {
             return false;
         }
         drop(tx);
@@ -1383,9 +1371,8 @@ impl Link for ShmLink {
     }
 
     fn try_send_expected(&self, exp: &Expected, payload: &[u8]) -> bool {
-        // The length is the payload's, checked here: `put` relies on it to stay in the area.
-        payload.len() == exp.len
-            && BoxFields::of_expected(exp).is_some_and(|f| self.put_box(&f, payload))
+        // `put` refuses a payload that is not the head's length, `exp.len`.
+        BoxHead::of_expected(exp).is_some_and(|h| self.put_box(&h, payload))
     }
 
     fn try_take_expected(&self, exp: &Expected, take: &mut dyn FnMut(&[u8])) -> bool {
